@@ -1,0 +1,289 @@
+// Command dbparity measures whether a database workload runs as fast on one
+// platform as on another, and where the time goes. This package holds flags
+// and subcommands only; the work is done in internal/runner.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/dbparity/dbparity/internal/report"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/runner"
+	"github.com/dbparity/dbparity/internal/workload"
+	_ "github.com/dbparity/dbparity/internal/workload/orderentry" // registers order-entry
+)
+
+// Exit codes; documented in the README.
+const (
+	exitOK          = 0
+	exitFailure     = 1 // the database, the disk or the run failed
+	exitUsage       = 2 // bad command line, URL or parameter
+	exitCheckFailed = 3 // a consistency condition does not hold
+	exitInterrupted = 130
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"load", "create the workload's schema and load its data", cmdLoad},
+		{"run", "run the workload and write a result file", cmdRun},
+		{"check", "verify the workload's consistency conditions", cmdCheck},
+		{"show", "print the summary of a result file", cmdShow},
+		{"version", "print the version", func(context.Context, []string) error {
+			fmt.Println("dbparity", runner.Version)
+			return nil
+		}},
+	}
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:]))
+}
+
+func realMain(args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			return realMain([]string{args[1], "--help"})
+		}
+		printUsage(os.Stdout)
+		return exitOK
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(os.Stderr, "dbparity: unknown command %q: run dbparity help\n", args[0])
+		return exitUsage
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	err := cmd.run(ctx, args[1:])
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "dbparity %s: %s\n", cmd.name, oneLine(err))
+	var ue runner.UsageError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, runner.ErrCheckFailed):
+		return exitCheckFailed
+	case errors.Is(err, runner.ErrInterrupted):
+		return exitInterrupted
+	}
+	return exitFailure
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// interruptible returns a context cancelled by the first SIGINT or SIGTERM;
+// a run then finishes its current transactions and writes its partial
+// result.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range sig {
+			n++
+			if n == 1 {
+				fmt.Fprintln(os.Stderr, "\ndbparity: stopping: finishing the current transactions and writing what was measured")
+				cancel()
+			} else {
+				fmt.Fprintln(os.Stderr, "dbparity: still stopping; statements still running are cancelled within seconds")
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(sig); cancel() }
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "dbparity: does my database workload run as fast on the new platform, and if not, where does the time go?")
+	fmt.Fprintln(w, "\nusage: dbparity COMMAND [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nrun dbparity COMMAND --help for its flags; workloads:", strings.Join(workload.Names(), ", "))
+}
+
+// common binds the flags shared by load, run and check.
+type common struct {
+	opts     runner.Common
+	workload string
+	pgSet    multi
+}
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+
+// newFlags builds a command's flag set. The workload's own flags depend on
+// which workload is chosen, so --workload is read from args first.
+func newFlags(name string, args []string) (*flag.FlagSet, *common, error) {
+	fs := flag.NewFlagSet("dbparity "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := &common{workload: workloadArg(args)}
+	w, err := workload.New(c.workload)
+	if err != nil {
+		return nil, nil, runner.UsageError{Err: err}
+	}
+	c.opts.Workload = w
+	t := &c.opts.Target
+	fs.StringVar(&c.workload, "workload", c.workload, "workload: "+strings.Join(workload.Names(), ", "))
+	fs.StringVar(&t.URL, "target", "", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db)")
+	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres")
+	fs.StringVar(&t.PGBin, "pg-bin", "", "managed: directory of initdb, pg_ctl and postgres (default: found on PATH)")
+	fs.StringVar(&t.PGData, "pg-data", "", "managed: cluster directory, kept between commands (default dbparity-data/pg)")
+	fs.Var(&c.pgSet, "pg-set", "managed: server setting name=value (repeatable)")
+	fs.StringVar(&t.PGConf, "pg-conf", "", "managed: file of postgresql.conf lines")
+	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of all random choices; the same seed repeats a load or run exactly")
+	w.Flags(fs)
+	return fs, c, nil
+}
+
+// workloadArg finds --workload's value before flags are parsed.
+func workloadArg(args []string) string {
+	for i, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if v, ok := strings.CutPrefix(a, "workload="); ok {
+			return v
+		}
+		if a == "workload" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if a == "" { // "--" ends the flags
+			break
+		}
+	}
+	return "order-entry"
+}
+
+// parse parses args, prints help on -h, and fills the common options.
+func (c *common) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fmt.Fprintf(os.Stdout, "usage: %s [flags]\n\nflags:\n", fs.Name())
+			fs.PrintDefaults()
+			return err
+		}
+		return runner.UsageError{Err: fmt.Errorf("%v (see %s --help)", err, fs.Name())}
+	}
+	if fs.NArg() > 0 {
+		return runner.UsageError{Err: fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), fs.Name())}
+	}
+	c.opts.Target.PGSet = c.pgSet
+	c.opts.Stdout, c.opts.Stderr = os.Stdout, os.Stderr
+	c.opts.TTY = term.IsTerminal(int(os.Stderr.Fd()))
+	c.opts.Target.Progress = os.Stderr
+	var wf flag.FlagSet
+	c.opts.Workload.Flags(&wf)
+	fs.Visit(func(f *flag.Flag) {
+		if wf.Lookup(f.Name) != nil {
+			c.opts.Explicit = append(c.opts.Explicit, f.Name)
+		}
+	})
+	return nil
+}
+
+func cmdLoad(ctx context.Context, args []string) error {
+	fs, c, err := newFlags("load", args)
+	if err != nil {
+		return err
+	}
+	o := runner.LoadOptions{}
+	fs.IntVar(&o.Workers, "workers", 0, "connections to load with (default one per core)")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	o.Common = c.opts
+	return runner.Load(ctx, o)
+}
+
+func cmdRun(ctx context.Context, args []string) error {
+	fs, c, err := newFlags("run", args)
+	if err != nil {
+		return err
+	}
+	o := runner.RunOptions{}
+	fs.IntVar(&o.Users, "users", 4, "sessions: one connection and one goroutine each")
+	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "length of the measured window")
+	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "warm-up before the measured window, not measured")
+	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
+	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-TIME.json)")
+	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
+	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
+	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	o.Common = c.opts
+	o.Command = append([]string{"dbparity", "run"}, args...)
+	return runner.Run(ctx, o)
+}
+
+func cmdCheck(ctx context.Context, args []string) error {
+	fs, c, err := newFlags("check", args)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	return runner.Check(ctx, c.opts)
+}
+
+func cmdShow(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("dbparity show", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print the summary as a JSON object")
+	// Accept the flag after the file name too: dbparity show run.json --json.
+	var flags, files []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+		} else {
+			files = append(files, a)
+		}
+	}
+	if err := fs.Parse(append(flags, files...)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println("usage: dbparity show [--json] FILE")
+			return err
+		}
+		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE)", err)}
+	}
+	if fs.NArg() != 1 {
+		return runner.UsageError{Err: errors.New("name one result file (usage: dbparity show [--json] FILE)")}
+	}
+	r, err := result.Read(fs.Arg(0))
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
+	if *asJSON {
+		return report.JSON(os.Stdout, r)
+	}
+	return report.Text(os.Stdout, r)
+}

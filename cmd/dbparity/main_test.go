@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dbparity-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "dbparity")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// dbparity runs the binary in dir and returns its exit code and output.
+func dbparity(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// Every bad input gets exit code 2 and a single line naming what to fix.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"run", "--workload", "tpch"}, "unknown workload"},
+		{[]string{"run", "--target", "oracle://db/x"}, "unknown scheme"},
+		{[]string{"run", "--target", "postgres://u:hunter2@h:99999999/db"}, "target"},
+		{[]string{"load", "--warehouses", "0"}, "--warehouses"},
+		{[]string{"run", "--users", "0"}, "--users"},
+		{[]string{"run", "--bogus"}, "flag provided but not defined"},
+		{[]string{"run", "--duration", "soon"}, "duration"},
+		{[]string{"run", "--managed", "postgres", "--pg-set", "no-equals"}, "--pg-set"},
+		{[]string{"show"}, "name one result file"},
+		{[]string{"show", "missing.json"}, "no such file"},
+	} {
+		code, _, stderr := dbparity(t, dir, tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", tc.args, code, stderr)
+		}
+		if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines != 0 {
+			t.Errorf("%v: %d lines of error, want one: %q", tc.args, lines+1, stderr)
+		}
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: error %q does not mention %q", tc.args, stderr, tc.want)
+		}
+		if strings.Contains(stderr, "hunter2") {
+			t.Errorf("%v: error shows the password", tc.args)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "dbparity-data", "results")); len(entries) > 0 {
+		t.Errorf("failed commands left result files: %v", entries)
+	}
+}
+
+func TestShowRejectsForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.json"), []byte(`{"hello": 1}`), 0o644)
+	code, _, stderr := dbparity(t, dir, "show", "x.json")
+	if code != 2 || !strings.Contains(stderr, "not a dbparity result file") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The README's first command, shortened: run --load on the embedded default,
+// then show --json on its result.
+func TestRunLoadShowOnDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a warehouse")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := dbparity(t, dir, "run", "--load", "--duration", "2s", "--warmup", "1s",
+		"--users", "2", "--label", "default", "--out", "r.json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "NOPM") || !strings.Contains(stdout, "result written to r.json") {
+		t.Errorf("summary missing from output:\n%s", stdout)
+	}
+	code, stdout, stderr = dbparity(t, dir, "show", "--json", "r.json")
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, stderr)
+	}
+	var s struct {
+		Label        string  `json:"label"`
+		Workload     string  `json:"workload"`
+		DurationS    float64 `json:"duration_s"`
+		TPS          float64 `json:"tps"`
+		NOPM         float64 `json:"nopm"`
+		Partial      *bool   `json:"partial"`
+		Errors       *int64  `json:"errors"`
+		DriverCPUS   float64 `json:"driver_cpu_s"`
+		Transactions map[string]struct {
+			Count int64    `json:"count"`
+			P50   *float64 `json:"p50_ms"`
+			P95   *float64 `json:"p95_ms"`
+			P99   *float64 `json:"p99_ms"`
+		} `json:"transactions"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("show --json is not JSON: %v\n%s", err, stdout)
+	}
+	if s.Label != "default" || s.Workload != "order-entry" || s.DurationS < 1.9 || s.TPS <= 0 || s.NOPM <= 0 ||
+		s.Partial == nil || *s.Partial || s.Errors == nil || s.DriverCPUS <= 0 || len(s.Transactions) != 5 {
+		t.Errorf("summary %+v", s)
+	}
+	for name, tx := range s.Transactions {
+		if tx.Count <= 0 || tx.P50 == nil || tx.P95 == nil || tx.P99 == nil || *tx.P95 < *tx.P50 {
+			t.Errorf("%s: %+v", name, tx)
+		}
+	}
+	// check passes on what the run left, and a second run without --load
+	// finds the schema.
+	if code, out, errs := dbparity(t, dir, "check"); code != 0 {
+		t.Errorf("check: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// A consistency violation makes check exit 3.
+func TestCheckFailsOnCorruption(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a warehouse")
+	}
+	dir := t.TempDir()
+	if code, _, stderr := dbparity(t, dir, "load"); code != 0 {
+		t.Fatalf("load: exit %d: %s", code, stderr)
+	}
+	tg, err := target.Open("sqlite://" + filepath.Join(dir, "dbparity-data", "dbparity.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(context.Background(), "UPDATE warehouse SET w_ytd = w_ytd + 1"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	tg.Close()
+	code, stdout, _ := dbparity(t, dir, "check")
+	if code != 3 || !strings.Contains(stdout, "FAIL  1:") {
+		t.Errorf("exit %d, want 3; output:\n%s", code, stdout)
+	}
+}

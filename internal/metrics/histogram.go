@@ -1,0 +1,106 @@
+// Package metrics owns the measurement types of a run: latency histograms that
+// merge exactly across sessions, runs and hosts, and the per-interval series.
+// It knows nothing of databases or workloads; it only counts and summarises.
+package metrics
+
+import (
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Latencies are recorded in microseconds from 1 µs to 1 hour with three
+// significant digits (0.1% relative precision). A slower event is recorded as
+// the maximum and counted in Saturated, so nothing is silently dropped.
+const (
+	lowestMicros  = 1
+	highestMicros = int64(time.Hour / time.Microsecond)
+	sigFigs       = 3
+)
+
+// Histogram is a latency histogram in microseconds. It is not safe for
+// concurrent use: each session owns its own and they are merged afterwards.
+type Histogram struct {
+	h         *hdr.Histogram
+	Saturated int64
+}
+
+// NewHistogram returns an empty histogram with the package's fixed geometry,
+// so that any two histograms of dbparity merge without loss.
+func NewHistogram() *Histogram {
+	return &Histogram{h: hdr.New(lowestMicros, highestMicros, sigFigs)}
+}
+
+// Record adds one latency.
+func (h *Histogram) Record(d time.Duration) {
+	us := int64(d / time.Microsecond)
+	if us < lowestMicros {
+		us = lowestMicros
+	}
+	if us > highestMicros {
+		us = highestMicros
+		h.Saturated++
+	}
+	_ = h.h.RecordValue(us) // cannot fail: us is within the trackable range
+}
+
+// Merge adds every value of o into h.
+func (h *Histogram) Merge(o *Histogram) {
+	h.h.Merge(o.h)
+	h.Saturated += o.Saturated
+}
+
+// Reset empties the histogram, keeping its memory.
+func (h *Histogram) Reset() { h.h.Reset(); h.Saturated = 0 }
+
+// Count is the number of recorded values.
+func (h *Histogram) Count() int64 { return h.h.TotalCount() }
+
+// Quantile returns the latency at q (0..1); zero when empty.
+func (h *Histogram) Quantile(q float64) time.Duration {
+	if h.h.TotalCount() == 0 {
+		return 0
+	}
+	return time.Duration(h.h.ValueAtQuantile(q*100)) * time.Microsecond
+}
+
+// Max returns the largest recorded latency (to the histogram's precision).
+func (h *Histogram) Max() time.Duration { return time.Duration(h.h.Max()) * time.Microsecond }
+
+// Min returns the smallest recorded latency.
+func (h *Histogram) Min() time.Duration { return time.Duration(h.h.Min()) * time.Microsecond }
+
+// Mean returns the mean latency.
+func (h *Histogram) Mean() time.Duration {
+	return time.Duration(h.h.Mean() * float64(time.Microsecond))
+}
+
+// Encode returns the histogram in HdrHistogram's standard compressed V2
+// format, base64 encoded: the interchange format of the HdrHistogram family,
+// so other tools can read what dbparity writes.
+func (h *Histogram) Encode() (string, error) {
+	b, err := h.h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("encode histogram: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// DecodeHistogram reads what Encode wrote.
+func DecodeHistogram(s string, saturated int64) (*Histogram, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("decode histogram: %w", err)
+	}
+	h, err := hdr.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode histogram: %w", err)
+	}
+	// Re-home into the standard geometry so later merges are exact.
+	out := NewHistogram()
+	out.h.Merge(h)
+	out.Saturated = saturated
+	return out, nil
+}

@@ -1,0 +1,248 @@
+// Package result owns the result file: one self-describing, schema-versioned
+// JSON document per run, written atomically (temporary file, fsync, rename)
+// so that a crash or a full disk never leaves half a file, and read back
+// with clear errors. It also derives the run's summary figures, so every
+// report computes them the same way.
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/metrics"
+)
+
+// Schema names the format; the number after the slash changes when a
+// field changes meaning. Readers accept every version they know.
+const Schema = "dbparity.run/1"
+
+// Run is one run's result file.
+type Run struct {
+	Schema        string    `json:"schema"`
+	Tool          Tool      `json:"tool"`
+	Label         string    `json:"label"`
+	Partial       bool      `json:"partial"`
+	PartialReason string    `json:"partial_reason,omitempty"`
+	Command       []string  `json:"command"` // credentials redacted
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	MeasureStart  time.Time `json:"measure_start"`
+	MeasureEnd    time.Time `json:"measure_end"`
+
+	Workload Workload `json:"workload"`
+	Target   Target   `json:"target"`
+	Host     Host     `json:"host"`
+	Driver   Driver   `json:"driver"`
+
+	// Measured window only.
+	Transactions []Transaction    `json:"transactions"`
+	Commit       Histogram        `json:"commit"`
+	Errors       map[string]int64 `json:"errors"` // by class
+	Statements   int64            `json:"statements"`
+	// First message of each error class seen in any phase.
+	ErrorSamples map[string]string `json:"error_samples,omitempty"`
+	// Every phase, so that counts can be reconciled with the database.
+	Phases map[string]Phase   `json:"phases"`
+	Series []metrics.Interval `json:"series"`
+}
+
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	GoVersion string `json:"go_version"`
+}
+
+type Workload struct {
+	Name       string         `json:"name"`
+	Version    string         `json:"version"`
+	Disclaimer string         `json:"disclaimer,omitempty"`
+	Params     map[string]any `json:"params"`
+}
+
+type Target struct {
+	Dialect       string            `json:"dialect"`
+	URL           string            `json:"url"` // never holds a password
+	Managed       bool              `json:"managed"`
+	ServerVersion string            `json:"server_version,omitempty"`
+	Settings      map[string]string `json:"settings,omitempty"`
+}
+
+type Host struct {
+	Hostname    string `json:"hostname"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	Kernel      string `json:"kernel"`
+	CPUModel    string `json:"cpu_model"`
+	Cores       int    `json:"cores"`
+	MemoryBytes int64  `json:"memory_bytes"`
+}
+
+// Driver describes how the load was driven and what it cost.
+type Driver struct {
+	Users      int     `json:"users"`
+	WarmupS    float64 `json:"warmup_s"`
+	DurationS  float64 `json:"duration_s"` // as asked; the measured window is MeasureEnd-MeasureStart
+	Seed       uint64  `json:"seed"`
+	Reconnects int64   `json:"reconnects"`
+	// CPU of the dbparity process (user+sys) during the measured window.
+	CPUUserS float64 `json:"cpu_user_s"`
+	CPUSysS  float64 `json:"cpu_sys_s"`
+	// And over the whole run, warm-up and drain included.
+	TotalCPUS float64 `json:"total_cpu_s"`
+}
+
+// Transaction is one transaction type's measured window.
+type Transaction struct {
+	Name      string    `json:"name"`
+	Committed int64     `json:"committed"`
+	Rollbacks int64     `json:"rollbacks"` // asked for by the workload, not errors
+	Errors    int64     `json:"errors"`
+	Retries   int64     `json:"retries"`
+	Latency   Histogram `json:"latency"`
+}
+
+// Phase is the counts of one phase per transaction type.
+type Phase struct {
+	Committed  map[string]int64 `json:"committed"`
+	Rollbacks  map[string]int64 `json:"rollbacks"`
+	Errors     map[string]int64 `json:"errors"`
+	Statements int64            `json:"statements"`
+}
+
+// Histogram is a latency histogram: readable percentiles, and the full
+// histogram in HdrHistogram's compressed format for exact merging.
+type Histogram struct {
+	Count     int64   `json:"count"`
+	MeanMs    float64 `json:"mean_ms"`
+	P50Ms     float64 `json:"p50_ms"`
+	P90Ms     float64 `json:"p90_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	P999Ms    float64 `json:"p999_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	Saturated int64   `json:"saturated,omitempty"` // values above the histogram's range, recorded as its maximum
+	HDR       string  `json:"hdr"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// NewHistogram summarises and encodes h.
+func NewHistogram(h *metrics.Histogram) (Histogram, error) {
+	enc, err := h.Encode()
+	if err != nil {
+		return Histogram{}, err
+	}
+	return Histogram{
+		Count: h.Count(), MeanMs: ms(h.Mean()), P50Ms: ms(h.Quantile(0.50)), P90Ms: ms(h.Quantile(0.90)),
+		P95Ms: ms(h.Quantile(0.95)), P99Ms: ms(h.Quantile(0.99)), P999Ms: ms(h.Quantile(0.999)),
+		MaxMs: ms(h.Max()), Saturated: h.Saturated, HDR: enc,
+	}, nil
+}
+
+// Decode returns the full histogram.
+func (h Histogram) Decode() (*metrics.Histogram, error) {
+	return metrics.DecodeHistogram(h.HDR, h.Saturated)
+}
+
+// Write stores r at path atomically: the file is either the complete new
+// result or untouched. It refuses to write anything containing one of the
+// secrets (passwords the command was given), whatever field leaked it.
+func Write(path string, r *Run, secrets ...string) error {
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(b, []byte(s)) {
+			return errors.New("result would contain a password: not written (report this as a bug)")
+		}
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	ok = true
+	// Make the rename itself durable.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// CheckWritable fails early, before a long run, when path cannot be
+// written or already holds a file that overwrite does not allow replacing.
+func CheckWritable(path string, overwrite bool) error {
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return fmt.Errorf("--out %s is a directory: name a file", path)
+		}
+		if !overwrite {
+			return fmt.Errorf("--out %s already exists: choose another file or pass --force to replace it", path)
+		}
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s: cannot create its directory: %v", path, err)
+	}
+	f, err := os.CreateTemp(dir, ".dbparity-probe-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: directory is not writable: %v", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// Read loads a result file.
+func Read(path string) (*Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
+	}
+	var r Run
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s is not a dbparity result file: %v", path, err)
+	}
+	if !strings.HasPrefix(r.Schema, "dbparity.run/") {
+		return nil, fmt.Errorf("%s is not a dbparity result file (no dbparity.run schema)", path)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%s has schema %s; this dbparity reads %s: use a newer dbparity", path, r.Schema, Schema)
+	}
+	return &r, nil
+}

@@ -1,0 +1,79 @@
+package result
+
+// Summary holds the headline figures of a run, derived from the result
+// file in one place so every report agrees. Rates are over the measured
+// window only.
+type Summary struct {
+	Label         string           `json:"label"`
+	Workload      string           `json:"workload"`
+	Target        string           `json:"target"`
+	Users         int              `json:"users"`
+	DurationS     float64          `json:"duration_s"` // measured window
+	TPS           float64          `json:"tps"`        // committed transactions per second
+	TPM           float64          `json:"tpm"`        // committed transactions per minute
+	NOPM          float64          `json:"nopm"`       // committed New-Orders per minute (order-entry)
+	Commits       int64            `json:"commits"`
+	Rollbacks     int64            `json:"rollbacks"` // asked for by the workload
+	Errors        int64            `json:"errors"`
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	Retries       int64            `json:"retries"`
+	Partial       bool             `json:"partial"`
+	PartialReason string           `json:"partial_reason,omitempty"`
+	DriverCPUS    float64          `json:"driver_cpu_s"`
+	// Driver CPU per committed transaction and per statement, microseconds.
+	DriverCPUPerTxUs   float64              `json:"driver_cpu_per_tx_us"`
+	DriverCPUPerStmtUs float64              `json:"driver_cpu_per_stmt_us"`
+	Statements         int64                `json:"statements"`
+	Transactions       map[string]TxSummary `json:"transactions"`
+	Commit             TxSummary            `json:"commit"`
+	Disclaimer         string               `json:"disclaimer,omitempty"`
+}
+
+// TxSummary is one transaction type. Count is every completed execution
+// (committed, or rolled back by design); errors are not in it.
+type TxSummary struct {
+	Count     int64   `json:"count"`
+	Committed int64   `json:"committed"`
+	Errors    int64   `json:"errors"`
+	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+}
+
+// Summarize derives the summary of r.
+func (r *Run) Summarize() Summary {
+	s := Summary{
+		Label: r.Label, Workload: r.Workload.Name, Target: r.Target.URL, Users: r.Driver.Users,
+		DurationS: r.MeasureEnd.Sub(r.MeasureStart).Seconds(), Partial: r.Partial, PartialReason: r.PartialReason,
+		ErrorsByClass: r.Errors, DriverCPUS: r.Driver.CPUUserS + r.Driver.CPUSysS, Statements: r.Statements,
+		Transactions: map[string]TxSummary{}, Disclaimer: r.Workload.Disclaimer,
+		Commit: TxSummary{Count: r.Commit.Count, P50Ms: r.Commit.P50Ms, P95Ms: r.Commit.P95Ms, P99Ms: r.Commit.P99Ms},
+	}
+	if s.ErrorsByClass == nil {
+		s.ErrorsByClass = map[string]int64{}
+	}
+	var newOrders int64
+	for _, t := range r.Transactions {
+		s.Commits += t.Committed
+		s.Rollbacks += t.Rollbacks
+		s.Errors += t.Errors
+		s.Retries += t.Retries
+		if t.Name == "new_order" {
+			newOrders = t.Committed
+		}
+		s.Transactions[t.Name] = TxSummary{Count: t.Latency.Count, Committed: t.Committed, Errors: t.Errors,
+			P50Ms: t.Latency.P50Ms, P95Ms: t.Latency.P95Ms, P99Ms: t.Latency.P99Ms}
+	}
+	if s.DurationS > 0 {
+		s.TPS = float64(s.Commits) / s.DurationS
+		s.TPM = s.TPS * 60
+		s.NOPM = float64(newOrders) / s.DurationS * 60
+	}
+	if s.Commits > 0 {
+		s.DriverCPUPerTxUs = s.DriverCPUS * 1e6 / float64(s.Commits)
+	}
+	if s.Statements > 0 {
+		s.DriverCPUPerStmtUs = s.DriverCPUS * 1e6 / float64(s.Statements)
+	}
+	return s
+}

@@ -1,0 +1,196 @@
+// Package runner orchestrates the commands of dbparity: it opens the target
+// (starting a managed server when asked), drives the load, the run or the
+// check through the workload and the driver, and writes the result file.
+// The command line hands it parsed options; runner holds no flag parsing
+// and the packages below it know nothing of runner.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/workload"
+)
+
+// Errors the command line maps to exit codes.
+var (
+	// ErrCheckFailed: a consistency condition does not hold.
+	ErrCheckFailed = errors.New("consistency check failed")
+	// ErrInterrupted: the user stopped the command; a run's partial result
+	// was still written.
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// UsageError is bad input the user can fix on the command line.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+func usage(format string, a ...any) error { return UsageError{fmt.Errorf(format, a...)} }
+
+// DefaultDataDir holds the embedded default database, managed clusters
+// and default result files.
+const DefaultDataDir = "dbparity-data"
+
+// Target is where a command connects.
+type Target struct {
+	URL      string   // --target; "" with no Managed means the embedded default
+	Managed  string   // --managed: "postgres" or ""
+	PGBin    string   // --pg-bin
+	PGData   string   // --pg-data
+	PGSet    []string // --pg-set name=value
+	PGConf   string   // --pg-conf
+	Progress io.Writer
+}
+
+// Common are the options every command shares.
+type Common struct {
+	Target   Target
+	Workload workload.Workload
+	// Explicit names the workload flags the user set on the command line,
+	// to refuse a run whose flags contradict what is loaded.
+	Explicit []string
+	Seed     uint64
+	Stdout   io.Writer
+	Stderr   io.Writer
+	TTY      bool // stderr is a terminal: draw progress in place
+}
+
+// opened is a target ready to connect to, and how to let it go.
+type opened struct {
+	*target.Target
+	managed *managed.Instance
+	secret  string // password in the URL, kept only to make sure it is never written
+}
+
+func (o *opened) close() {
+	o.Target.Close()
+	if o.managed != nil {
+		if err := o.managed.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "dbparity: stop managed postgres: %v\n", err)
+		}
+	}
+}
+
+func openTarget(ctx context.Context, t Target) (*opened, error) {
+	switch {
+	case t.Managed != "" && t.URL != "":
+		return nil, usage("--target and --managed both given: choose one")
+	case t.Managed == "":
+		if len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" {
+			return nil, usage("--pg-set, --pg-conf, --pg-data and --pg-bin apply to --managed postgres only")
+		}
+		tg, err := target.Open(t.URL)
+		if err != nil {
+			return nil, UsageError{err}
+		}
+		return &opened{Target: tg, secret: urlPassword(t.URL)}, nil
+	}
+	kind, version, _ := strings.Cut(t.Managed, "@")
+	if kind != "postgres" {
+		return nil, usage("--managed %q: only postgres can be managed", t.Managed)
+	}
+	if version != "" {
+		return nil, usage("--managed %s: choosing a PostgreSQL version is not supported yet; use --managed postgres (the local binaries, or --pg-bin DIR)", t.Managed)
+	}
+	for _, s := range t.PGSet {
+		if _, _, err := managed.ParseSetting(s); err != nil {
+			return nil, UsageError{fmt.Errorf("--pg-set %s: %w", s, err)}
+		}
+	}
+	if t.PGConf != "" {
+		if _, err := os.Stat(t.PGConf); err != nil {
+			return nil, usage("--pg-conf %s: %v", t.PGConf, errors.Unwrap(err))
+		}
+	}
+	data := t.PGData
+	if data == "" {
+		data = filepath.Join(DefaultDataDir, "pg")
+	}
+	inst, err := managed.Start(ctx, managed.Options{BinDir: t.PGBin, DataDir: data, Settings: t.PGSet,
+		ConfFile: t.PGConf, Log: t.Progress})
+	if err != nil {
+		return nil, fmt.Errorf("managed postgres: %w", err)
+	}
+	tg, err := target.Open(inst.URL())
+	if err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	tg.Settings = inst.Settings
+	return &opened{Target: tg, managed: inst}, nil
+}
+
+func urlPassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
+}
+
+// prepare connects and reads the workload's loaded state; notLoaded is set
+// when the schema is missing.
+func prepare(ctx context.Context, o *opened, w workload.Workload) (notLoaded bool, err error) {
+	c, err := o.Connect(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	err = w.Prepare(ctx, c, o.Dialect)
+	if errors.Is(err, workload.ErrNotLoaded) {
+		return true, fmt.Errorf("%s is not loaded in %s: run `dbparity load --workload %s` first, or add --load",
+			w.Meta().Name, o.URL, w.Meta().Name)
+	}
+	return false, err
+}
+
+// checkExplicit refuses workload flags that contradict what is loaded:
+// a run always measures the data that is really there.
+func checkExplicit(ctx context.Context, o *opened, c Common) error {
+	if len(c.Explicit) == 0 {
+		return nil
+	}
+	conn, err := o.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	m, err := workload.ReadMeta(ctx, conn, o.Dialect, c.Workload.Meta().Name)
+	if err != nil {
+		return err
+	}
+	want := c.Workload.Params()
+	for _, flagName := range c.Explicit {
+		key := strings.ReplaceAll(flagName, "-", "_")
+		loaded, ok := m.Params[key]
+		if !ok || !slices.Contains(c.Workload.Meta().LoadParams, key) {
+			continue
+		}
+		if fmt.Sprint(loaded) != fmt.Sprint(want[key]) {
+			return usage("--%s %v, but %s was loaded with %v: run `dbparity load` with the new value, or drop the flag",
+				flagName, want[key], c.Workload.Meta().Name, loaded)
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

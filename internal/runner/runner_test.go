@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/workload"
+	_ "github.com/dbparity/dbparity/internal/workload/orderentry"
+)
+
+func orderEntry(t *testing.T) workload.Workload {
+	t.Helper()
+	w, err := workload.New("order-entry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func common(t *testing.T, tg Target) (Common, *bytes.Buffer) {
+	var out bytes.Buffer
+	return Common{Target: tg, Workload: orderEntry(t), Seed: 1, Stdout: &out, Stderr: &out}, &out
+}
+
+// countRows reads one count(*) through a fresh connection.
+func countRows(t *testing.T, tg Target, query string) int64 {
+	t.Helper()
+	o, err := openTarget(context.Background(), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	c, err := o.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var n int64
+	if err := c.QueryRow(context.Background(), query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// allPhases adds a transaction type's commits over every phase: what the
+// database saw, warm-up and drain included.
+func allPhases(r *result.Run, tx string) int64 {
+	var n int64
+	for _, p := range r.Phases {
+		n += p.Committed[tx]
+	}
+	return n
+}
+
+// runAndVerify loads, runs and checks order-entry on tg, and proves the
+// result honest: the New-Orders it counts are the rows the ORDER table
+// gained.
+func runAndVerify(t *testing.T, tg Target) *result.Run {
+	ctx := context.Background()
+	c, out := common(t, tg)
+	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+		t.Fatalf("load: %v\n%s", err, out)
+	}
+	if err := Check(ctx, c); err != nil {
+		t.Fatalf("check after load: %v\n%s", err, out)
+	}
+	ordersBefore := countRows(t, tg, "SELECT count(*) FROM orders")
+	path := filepath.Join(t.TempDir(), "run.json")
+	err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 3 * time.Second, Warmup: time.Second,
+		Label: "test", Out: path, Command: []string{"dbparity", "run"}})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if err := Check(ctx, c); err != nil {
+		t.Fatalf("check after run: %v\n%s", err, out)
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grew := countRows(t, tg, "SELECT count(*) FROM orders") - ordersBefore
+	if got := allPhases(r, "new_order"); got != grew {
+		t.Errorf("result counts %d committed New-Orders; the ORDER table grew by %d", got, grew)
+	}
+	s := r.Summarize()
+	if s.Partial || s.Commits == 0 || s.TPS <= 0 || s.NOPM <= 0 {
+		t.Errorf("implausible summary: %+v", s)
+	}
+	if d := s.DurationS; d < 2.9 || d > 3.2 {
+		t.Errorf("measured window %.3f s, asked for 3 s", d)
+	}
+	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
+		tx := s.Transactions[name]
+		if tx.Count == 0 || tx.P50Ms <= 0 || tx.P99Ms < tx.P50Ms {
+			t.Errorf("%s: count %d p50 %.3f p99 %.3f", name, tx.Count, tx.P50Ms, tx.P99Ms)
+		}
+	}
+	if r.Driver.CPUUserS+r.Driver.CPUSysS <= 0 {
+		t.Error("driver CPU not recorded")
+	}
+	if r.Commit.Count != s.Commits {
+		t.Errorf("COMMIT histogram has %d values, %d transactions committed", r.Commit.Count, s.Commits)
+	}
+	return r
+}
+
+func TestOrderEntrySQLite(t *testing.T) {
+	dir := t.TempDir()
+	r := runAndVerify(t, Target{URL: "sqlite://" + filepath.Join(dir, "oe.db")})
+	if r.Target.Dialect != "sqlite" || r.Target.ServerVersion == "" {
+		t.Errorf("target %+v", r.Target)
+	}
+}
+
+func TestRunRefusesMissingSchema(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := common(t, Target{URL: "sqlite://" + filepath.Join(dir, "empty.db")})
+	out := filepath.Join(dir, "r.json")
+	err := Run(context.Background(), RunOptions{Common: c, Users: 1, Duration: time.Second, Label: "x", Out: out})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("not loaded")) {
+		t.Fatalf("run on an empty database: %v, want 'not loaded'", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed run left %s behind", out)
+	}
+}
+
+func TestRunRefusesToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "keep.json")
+	os.WriteFile(out, []byte("precious"), 0o644)
+	c, _ := common(t, Target{URL: "sqlite://" + filepath.Join(dir, "x.db")})
+	err := Run(context.Background(), RunOptions{Common: c, Users: 1, Duration: time.Second, Label: "x", Out: out})
+	var ue UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("got %v, want a usage error", err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "precious" {
+		t.Errorf("existing result was changed to %q", b)
+	}
+}
+
+func TestBadTargets(t *testing.T) {
+	for _, tc := range []Target{
+		{URL: "oracle://scott:tiger@db/orcl"},
+		{URL: "postgres://u@localhost:notaport/db"},
+		{URL: "sqlite://"},
+		{URL: "sqlite://x.db", Managed: "postgres"},
+		{Managed: "mysql"},
+		{URL: "sqlite://x.db", PGSet: []string{"work_mem=1MB"}},
+	} {
+		_, err := openTarget(context.Background(), tc)
+		var ue UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%+v: got %v, want a usage error", tc, err)
+			continue
+		}
+		if bytes.Contains([]byte(err.Error()), []byte("tiger")) {
+			t.Errorf("error shows the password: %v", err)
+		}
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	// Port 1 on loopback: nothing listens there.
+	c, _ := common(t, Target{URL: "postgres://bench:secret@127.0.0.1:1/bench?connect_timeout=2"})
+	err := Check(context.Background(), c)
+	if err == nil {
+		t.Fatal("check against a closed port succeeded")
+	}
+	if bytes.Contains([]byte(err.Error()), []byte("secret")) {
+		t.Errorf("error shows the password: %v", err)
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	got := RedactArgs([]string{"run", "--target", "postgres://u:pw@h/db", "--target=postgres://u:pw@h/db?password=pw2", "x"})
+	for _, a := range got {
+		if bytes.Contains([]byte(a), []byte("pw")) && !bytes.Contains([]byte(a), []byte("xxxxx")) {
+			t.Errorf("password kept in %q", a)
+		}
+		if bytes.Contains([]byte(a), []byte(":pw@")) || bytes.Contains([]byte(a), []byte("pw2")) {
+			t.Errorf("password kept in %q", a)
+		}
+	}
+	if got[4] != "x" || got[0] != "run" {
+		t.Errorf("plain arguments changed: %q", got)
+	}
+}

@@ -1,0 +1,232 @@
+package target
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver (pure Go, no cgo)
+)
+
+// sqliteDefaults are applied unless the URL sets them: WAL lets readers run
+// beside the single writer, and the busy timeout makes writers queue for the
+// write lock instead of failing at once.
+var sqliteDefaults = [][2]string{
+	{"_busy_timeout", "10000"},
+	{"_journal_mode", "WAL"},
+}
+
+func openSQLite(raw string) (*Target, error) {
+	rest := raw[strings.Index(raw, ":")+1:]
+	rest = strings.TrimPrefix(rest, "//")
+	path, rawQuery, _ := strings.Cut(rest, "?")
+	if path == "" {
+		return nil, fmt.Errorf("target %q has no file path: use sqlite://PATH (sqlite:///abs/path or sqlite://rel/path)", raw)
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: bad query string: %v", raw, err)
+	}
+	for _, d := range sqliteDefaults {
+		if q.Get(d[0]) == "" {
+			q.Set(d[0], d[1])
+		}
+	}
+	settings := map[string]string{}
+	for k, v := range q {
+		settings[k] = strings.Join(v, ",")
+	}
+	dsn := "file:" + path + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %v", raw, err)
+	}
+	t := &Target{Dialect: SQLite, URL: "sqlite://" + path, Settings: settings, close: db.Close}
+	t.connect = func(ctx context.Context) (Conn, error) {
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// Open is lazy: make the first real statement happen here so a bad
+		// path or pragma fails at connect time with a clear message.
+		if err := c.PingContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return &sqliteConn{c: c, stmts: map[string]*sql.Stmt{}}, nil
+	}
+	return t, nil
+}
+
+type sqliteConn struct {
+	c     *sql.Conn
+	stmts map[string]*sql.Stmt
+	n     int64
+}
+
+// stmt returns the prepared statement for a PostgreSQL-style SQL text,
+// preparing and caching it on first use.
+func (s *sqliteConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.c.PrepareContext(ctx, rebindNumbered(query))
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// rebindNumbered turns $1 into ?1: SQLite reads "$1" as a named parameter
+// whose index depends on where it first appears, while ?NNN is positional.
+func rebindNumbered(q string) string {
+	if !strings.Contains(q, "$") {
+		return q
+	}
+	b := []byte(q)
+	inStr := false
+	for i := 0; i < len(b)-1; i++ {
+		switch {
+		case b[i] == '\'':
+			inStr = !inStr
+		case !inStr && b[i] == '$' && b[i+1] >= '0' && b[i+1] <= '9':
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+func (s *sqliteConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	s.n++
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s *sqliteConn) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	s.n++
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+func (s *sqliteConn) QueryRow(ctx context.Context, query string, args ...any) Row {
+	s.n++
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return sqlRow{st.QueryRowContext(ctx, args...)}
+}
+
+func (s *sqliteConn) Begin(ctx context.Context, mode TxMode) error {
+	q := "BEGIN IMMEDIATE"
+	if mode == ReadOnly {
+		q = "BEGIN"
+	}
+	_, err := s.Exec(ctx, q)
+	return err
+}
+
+func (s *sqliteConn) Commit(ctx context.Context) error {
+	_, err := s.Exec(ctx, "COMMIT")
+	return err
+}
+
+func (s *sqliteConn) Rollback(ctx context.Context) error {
+	_, err := s.Exec(ctx, "ROLLBACK")
+	return err
+}
+
+// sqliteMaxVars stays under SQLite's default limit of bound parameters.
+const sqliteMaxVars = 30000
+
+func (s *sqliteConn) CopyFrom(ctx context.Context, table string, cols []string, rows [][]any) (int64, error) {
+	per := min(500, sqliteMaxVars/len(cols))
+	var n int64
+	args := make([]any, 0, per*len(cols))
+	for len(rows) > 0 {
+		batch := rows[:min(per, len(rows))]
+		rows = rows[len(batch):]
+		args = args[:0]
+		for _, r := range batch {
+			args = append(args, r...)
+		}
+		k, err := s.Exec(ctx, insertValues(table, cols, len(batch)), args...)
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// insertValues uses anonymous ? placeholders: the driver looks up every
+// numbered parameter's name in a list, which costs quadratic time over a
+// statement with thousands of them.
+func insertValues(table string, cols []string, nrows int) string {
+	row := "(" + strings.Repeat("?, ", len(cols)-1) + "?)"
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES ")
+	for r := 0; r < nrows; r++ {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+func (s *sqliteConn) Statements() int64 { return s.n }
+func (s *sqliteConn) Lost() bool        { return false }
+
+func (s *sqliteConn) Close() error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	return s.c.Close()
+}
+
+type sqlRows struct{ r *sql.Rows }
+
+func (r sqlRows) Next() bool             { return r.r.Next() }
+func (r sqlRows) Scan(dest ...any) error { return r.r.Scan(dest...) }
+func (r sqlRows) Err() error             { return r.r.Err() }
+func (r sqlRows) Close()                 { r.r.Close() }
+
+type sqlRow struct{ r *sql.Row }
+
+func (r sqlRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNoRows
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }

@@ -1,0 +1,221 @@
+// Package target owns how dbparity reaches a database: target URLs, the SQL
+// dialects (postgres, sqlite) and the narrow connection interface that
+// workloads use. It never knows about workloads, runs or results; managed
+// (throw-away) servers live in the subpackage managed.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// DefaultURL is the embedded default: an SQLite file that needs no server.
+const DefaultURL = "sqlite://dbparity-data/dbparity.db"
+
+// Dialect is the SQL dialect of a target.
+type Dialect int
+
+const (
+	Postgres Dialect = iota + 1
+	SQLite
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case Postgres:
+		return "postgres"
+	case SQLite:
+		return "sqlite"
+	}
+	return "unknown"
+}
+
+// ForUpdate is the row-locking clause of a SELECT that reads rows it will
+// change. SQLite has none: a write transaction already holds the database's
+// single write lock.
+func (d Dialect) ForUpdate() string {
+	if d == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// TxMode says what a transaction will do, so the dialect can start it the
+// right way (SQLite must take its write lock up front, or two writers that
+// both began reading deadlock on the upgrade).
+type TxMode int
+
+const (
+	ReadWrite TxMode = iota
+	ReadOnly
+)
+
+// ErrNoRows is returned by Row.Scan when the query returned no row.
+var ErrNoRows = errors.New("no rows in result set")
+
+// Conn is one database connection, used by one goroutine. SQL is written
+// with PostgreSQL's $1, $2 placeholders; each dialect rewrites them once per
+// statement text, never per call.
+type Conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) Row
+	Begin(ctx context.Context, mode TxMode) error
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+	// CopyFrom bulk-loads rows into table inside the current transaction
+	// where there is one (COPY on PostgreSQL, multi-row INSERT on SQLite).
+	CopyFrom(ctx context.Context, table string, columns []string, rows [][]any) (int64, error)
+	// Statements is the number of statements this connection has sent.
+	Statements() int64
+	// Lost reports whether the connection is unusable and must be replaced.
+	Lost() bool
+	Close() error
+}
+
+// Rows is the result of Query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Row is the result of QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Target is a parsed database endpoint. Open parses and validates; nothing
+// connects until Connect.
+type Target struct {
+	Dialect Dialect
+	// URL is the endpoint with any password removed: safe to print and store.
+	URL string
+	// Settings are the connection settings that change behaviour (SQLite
+	// pragmas), for the run's disclosure.
+	Settings map[string]string
+
+	connect func(ctx context.Context) (Conn, error)
+	close   func() error
+}
+
+// Open parses a target URL. An empty URL means DefaultURL.
+func Open(raw string) (*Target, error) {
+	if raw == "" {
+		raw = DefaultURL
+	}
+	scheme, _, ok := strings.Cut(raw, ":")
+	if !ok {
+		return nil, fmt.Errorf("target %q has no scheme: use postgres://USER@HOST:PORT/DB, sqlite://PATH or --managed postgres", Redact(raw))
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return openPostgres(raw)
+	case "sqlite", "file":
+		return openSQLite(raw)
+	case "mysql", "mariadb":
+		return nil, fmt.Errorf("target %q: mysql targets are not supported yet: use postgres://, sqlite:// or --managed postgres", Redact(raw))
+	}
+	return nil, fmt.Errorf("target %q: unknown scheme %q: use postgres://USER@HOST:PORT/DB, sqlite://PATH or --managed postgres", Redact(raw), scheme)
+}
+
+// Connect opens one new connection.
+func (t *Target) Connect(ctx context.Context) (Conn, error) {
+	c, err := t.connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", t.URL, err)
+	}
+	return c, nil
+}
+
+// Close releases what the target holds (SQLite's handle); connections
+// should be closed first.
+func (t *Target) Close() error {
+	if t.close == nil {
+		return nil
+	}
+	return t.close()
+}
+
+// Redact removes passwords from a URL-like string so it can be printed or
+// stored. Strings that are not URLs are returned unchanged.
+func Redact(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// Unparseable but URL-shaped: drop everything between :// and @ to be safe.
+		if i, j := strings.Index(s, "://"), strings.LastIndex(s, "@"); j > i+3 {
+			return s[:i+3] + "xxxxx" + s[j:]
+		}
+		return s
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// TableExists reports whether a table of that name is in the connection's
+// default schema.
+func (d Dialect) TableExists(ctx context.Context, c Conn, table string) (bool, error) {
+	q := "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1"
+	if d == Postgres {
+		q = "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1"
+	}
+	var n int64
+	if err := c.QueryRow(ctx, q, table).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for table %s: %w", table, err)
+	}
+	return n > 0, nil
+}
+
+// ConcurrentWriters reports whether several connections can write at the
+// same time; SQLite has one writer per database, so a parallel load would
+// only queue on its lock.
+func (d Dialect) ConcurrentWriters() bool { return d != SQLite }
+
+// ServerVersion returns the server's version string.
+func (d Dialect) ServerVersion(ctx context.Context, c Conn) (string, error) {
+	q := "SELECT sqlite_version()"
+	if d == Postgres {
+		q = "SHOW server_version"
+	}
+	var v string
+	if err := c.QueryRow(ctx, q).Scan(&v); err != nil {
+		return "", fmt.Errorf("read server version: %w", err)
+	}
+	return v, nil
+}
+
+// TableBytes returns the space a table and its indexes take, or -1 where
+// the dialect cannot tell (SQLite built without the dbstat table).
+func (d Dialect) TableBytes(ctx context.Context, c Conn, table string) int64 {
+	q := "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = $1 OR name IN (SELECT name FROM sqlite_master WHERE tbl_name = $1)"
+	if d == Postgres {
+		q = "SELECT pg_total_relation_size($1::regclass)"
+	}
+	var n int64
+	if err := c.QueryRow(ctx, q, table).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
