@@ -62,6 +62,12 @@ func allPhases(r *result.Run, tx string) int64 {
 // result honest: the New-Orders it counts are the rows the ORDER table
 // gained.
 func runAndVerify(t *testing.T, tg Target) *result.Run {
+	return runAndVerifyHook(t, tg, func() {}, func() {})
+}
+
+// runAndVerifyHook calls beforeRun just before the run starts and afterRun
+// right after it, before anything else touches the database.
+func runAndVerifyHook(t *testing.T, tg Target, beforeRun, afterRun func()) *result.Run {
 	ctx := context.Background()
 	c, out := common(t, tg)
 	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
@@ -72,11 +78,13 @@ func runAndVerify(t *testing.T, tg Target) *result.Run {
 	}
 	ordersBefore := countRows(t, tg, "SELECT count(*) FROM orders")
 	path := filepath.Join(t.TempDir(), "run.json")
+	beforeRun()
 	err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 3 * time.Second, Warmup: time.Second,
 		Label: "test", Out: path, Command: []string{"dbparity", "run"}})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
+	afterRun()
 	if err := Check(ctx, c); err != nil {
 		t.Fatalf("check after run: %v\n%s", err, out)
 	}
