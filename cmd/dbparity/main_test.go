@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/target"
 )
@@ -172,5 +173,48 @@ func TestCheckFailsOnCorruption(t *testing.T) {
 	code, stdout, _ := dbparity(t, dir, "check")
 	if code != 3 || !strings.Contains(stdout, "FAIL  1:") {
 		t.Errorf("exit %d, want 3; output:\n%s", code, stdout)
+	}
+}
+
+// Ctrl-C ends a run cleanly: exit 130, and the result is written and
+// marked partial.
+func TestInterruptWritesPartialResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a warehouse")
+	}
+	dir := t.TempDir()
+	if code, _, stderr := dbparity(t, dir, "load"); code != 0 {
+		t.Fatalf("load: exit %d: %s", code, stderr)
+	}
+	cmd := exec.Command(bin, "run", "--duration", "1m", "--warmup", "0s", "--users", "2", "--out", "r.json")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	code, stdout, errs := dbparity(t, dir, "show", "--json", "r.json")
+	if code != 0 {
+		t.Fatalf("show: %s", errs)
+	}
+	var s struct {
+		Partial   bool    `json:"partial"`
+		Reason    string  `json:"partial_reason"`
+		DurationS float64 `json:"duration_s"`
+		Commits   int64   `json:"commits"`
+	}
+	json.Unmarshal([]byte(stdout), &s)
+	if !s.Partial || s.Reason != "interrupted" || s.DurationS < 2 || s.DurationS > 20 || s.Commits == 0 {
+		t.Errorf("summary after Ctrl-C: %+v", s)
+	}
+	if code, out, _ := dbparity(t, dir, "check"); code != 0 {
+		t.Errorf("check after an interrupted run: exit %d\n%s", code, out)
 	}
 }

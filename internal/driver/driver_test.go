@@ -1,0 +1,191 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/workload"
+)
+
+// fakeConn is a connection that does nothing; the fake worker decides
+// what happens.
+type fakeConn struct{ n int64 }
+
+func (c *fakeConn) Exec(context.Context, string, ...any) (int64, error)        { c.n++; return 0, nil }
+func (c *fakeConn) Query(context.Context, string, ...any) (target.Rows, error) { return nil, nil }
+func (c *fakeConn) QueryRow(context.Context, string, ...any) target.Row        { return nil }
+func (c *fakeConn) Begin(context.Context, target.TxMode) error                 { return nil }
+func (c *fakeConn) Commit(context.Context) error                               { return nil }
+func (c *fakeConn) Rollback(context.Context) error                             { return nil }
+func (c *fakeConn) CopyFrom(context.Context, string, []string, [][]any) (int64, error) {
+	return 0, nil
+}
+func (c *fakeConn) Statements() int64 { return c.n }
+func (c *fakeConn) Lost() bool        { return false }
+func (c *fakeConn) Close() error      { return nil }
+
+// fakeWorker runs transactions of 1 ms: every 5th fails once with a
+// serialization failure (then succeeds when retried), every 7th fails with
+// a unique violation, every 11th rolls back by design.
+type fakeWorker struct {
+	i        int
+	failOnce bool
+	mode     string
+}
+
+var (
+	serialization = &pgconn.PgError{Code: "40001"}
+	uniqueViol    = &pgconn.PgError{Code: "23505"}
+)
+
+func (w *fakeWorker) Next() int {
+	w.i++
+	w.failOnce = w.i%5 == 0
+	return w.i % 2
+}
+
+func (w *fakeWorker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+	time.Sleep(time.Millisecond)
+	c.Exec(ctx, "x")
+	switch {
+	case w.mode == "always-fail":
+		return workload.Outcome{}, uniqueViol
+	case w.mode == "always-serialization":
+		return workload.Outcome{}, serialization
+	case w.mode == "lose" && w.i%4 == 0:
+		return workload.Outcome{}, io.EOF
+	case w.failOnce:
+		w.failOnce = false
+		return workload.Outcome{}, serialization
+	case w.i%7 == 0:
+		return workload.Outcome{}, uniqueViol
+	case w.i%11 == 0:
+		return workload.Outcome{Rollback: true}, nil
+	}
+	return workload.Outcome{Commit: 100 * time.Microsecond}, nil
+}
+
+func config(mode string, connects *atomic.Int64) Config {
+	return Config{
+		Users: 3, Warmup: 200 * time.Millisecond, Duration: 600 * time.Millisecond, TxTypes: []string{"a", "b"},
+		Tick:       100 * time.Millisecond,
+		AbortAfter: 300 * time.Millisecond,
+		NewWorker:  func(int) workload.Worker { return &fakeWorker{mode: mode} },
+		Connect: func(context.Context) (target.Conn, error) {
+			if connects != nil {
+				connects.Add(1)
+			}
+			return &fakeConn{}, nil
+		},
+	}
+}
+
+func sum(v []int64) (n int64) {
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
+func TestRunCountsRetriesErrorsAndRollbacks(t *testing.T) {
+	res, err := Run(context.Background(), config("", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Phases[Measure]
+	committed, errs, retries, rollbacks := sum(m.Committed), sum(m.Errors), sum(m.Retries), sum(m.Rollbacks)
+	if committed == 0 || errs == 0 || retries == 0 || rollbacks == 0 {
+		t.Fatalf("committed %d errors %d retries %d rollbacks %d: each should be seen", committed, errs, retries, rollbacks)
+	}
+	// Serialization failures were retried and succeeded: never errors.
+	if m.Classes["serialization_failure"] != 0 || m.Classes["sqlstate_23505"] != errs {
+		t.Errorf("error classes %v, want only sqlstate_23505 = %d", m.Classes, errs)
+	}
+	if d := res.Measured(); d < 590*time.Millisecond || d > 700*time.Millisecond {
+		t.Errorf("measured window %s, asked for 600ms", d)
+	}
+	var hist int64
+	for _, h := range res.Latency {
+		hist += h.Count()
+	}
+	if hist != committed+rollbacks {
+		t.Errorf("latency histograms hold %d values, %d transactions completed", hist, committed+rollbacks)
+	}
+	if res.Commit.Count() != committed {
+		t.Errorf("COMMIT histogram %d values, %d commits", res.Commit.Count(), committed)
+	}
+	// Every attempt ran one statement: retries included.
+	if m.Statements != committed+rollbacks+errs+retries {
+		t.Errorf("statements %d, attempts %d", m.Statements, committed+rollbacks+errs+retries)
+	}
+	var series int64
+	for _, iv := range res.Series {
+		if iv.Phase == "measure" {
+			series += iv.Commits
+		}
+	}
+	if series != committed {
+		t.Errorf("series counts %d commits in the measured window, phases %d", series, committed)
+	}
+	if res.Partial {
+		t.Errorf("complete run marked partial: %s", res.Reason)
+	}
+	if res.FirstErrors["sqlstate_23505"] == "" {
+		t.Error("no sample of the error class kept")
+	}
+}
+
+func TestRetriesAreBounded(t *testing.T) {
+	res, _ := Run(context.Background(), config("always-serialization", nil))
+	all := res.Phases[Warmup]
+	all.add(res.Phases[Measure])
+	if e, r := sum(all.Errors), sum(all.Retries); e == 0 || r != e*maxRetries {
+		t.Errorf("errors %d retries %d: each failing transaction should be tried %d more times", e, r, maxRetries)
+	}
+}
+
+func TestAbortsWhenEverythingFails(t *testing.T) {
+	start := time.Now()
+	res, err := Run(context.Background(), config("always-fail", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Partial || res.Reason == "" || time.Since(start) > 2*time.Second {
+		t.Errorf("partial %v reason %q after %s", res.Partial, res.Reason, time.Since(start))
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := config("", nil)
+	cfg.Duration = time.Hour
+	time.AfterFunc(500*time.Millisecond, cancel)
+	res, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrInterrupted) || !res.Partial || res.Reason != "interrupted" {
+		t.Fatalf("err %v partial %v reason %q", err, res.Partial, res.Reason)
+	}
+	if d := res.Measured(); d < 200*time.Millisecond || d > 400*time.Millisecond {
+		t.Errorf("measured %s: warm-up 200ms then interrupted at 500ms", d)
+	}
+}
+
+func TestReconnectsAfterLostConnection(t *testing.T) {
+	var connects atomic.Int64
+	res, err := Run(context.Background(), config("lose", &connects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reconnects == 0 || connects.Load() != int64(3)+res.Reconnects {
+		t.Errorf("reconnects %d, connects %d", res.Reconnects, connects.Load())
+	}
+	if res.Phases[Measure].Classes["connection"] == 0 {
+		t.Errorf("lost connections not counted: %v", res.Phases[Measure].Classes)
+	}
+}

@@ -1,0 +1,70 @@
+package metrics
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// Merging per-session histograms gives exactly the histogram of all
+// values recorded in one: percentiles are never averaged.
+func TestMergeIsExact(t *testing.T) {
+	g := rand.New(rand.NewPCG(1, 2))
+	all, a, b := NewHistogram(), NewHistogram(), NewHistogram()
+	for i := range 100000 {
+		d := time.Duration(g.ExpFloat64()*float64(2*time.Millisecond)) + 50*time.Microsecond
+		all.Record(d)
+		if i%3 == 0 {
+			a.Record(d)
+		} else {
+			b.Record(d)
+		}
+	}
+	a.Merge(b)
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999, 1} {
+		if a.Quantile(q) != all.Quantile(q) {
+			t.Errorf("q%.3f: merged %s, single %s", q, a.Quantile(q), all.Quantile(q))
+		}
+	}
+	if a.Count() != 100000 {
+		t.Errorf("count %d", a.Count())
+	}
+}
+
+func TestPrecisionAndSaturation(t *testing.T) {
+	h := NewHistogram()
+	h.Record(1234567 * time.Microsecond)
+	if got := h.Quantile(0.5); got < 1233*time.Millisecond || got > 1236*time.Millisecond {
+		t.Errorf("1.234567s recorded as %s: worse than 0.1%%", got)
+	}
+	h.Record(2 * time.Hour)
+	if h.Saturated != 1 || h.Max() < 59*time.Minute {
+		t.Errorf("2h: saturated %d max %s", h.Saturated, h.Max())
+	}
+	h.Record(0)
+	if h.Min() != time.Microsecond {
+		t.Errorf("0 recorded as %s, want the 1µs floor", h.Min())
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	h := NewHistogram()
+	for i := 1; i <= 5000; i++ {
+		h.Record(time.Duration(i*37) * time.Microsecond)
+	}
+	h.Saturated = 2
+	s, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DecodeHistogram(s, h.Saturated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Count() != h.Count() || d.Quantile(0.95) != h.Quantile(0.95) || d.Saturated != 2 {
+		t.Errorf("decoded count %d p95 %s, want %d %s", d.Count(), d.Quantile(0.95), h.Count(), h.Quantile(0.95))
+	}
+	if _, err := DecodeHistogram("not base64!", 0); err == nil {
+		t.Error("garbage decoded")
+	}
+}
