@@ -39,6 +39,9 @@ func Text(w io.Writer, r *result.Run) error {
 	p.f("  errors       %d%s\n", s.Errors, classes(s.ErrorsByClass))
 	p.f("  driver CPU   %.2f s   %.1f µs per transaction   %.2f µs per statement (%d statements)\n",
 		s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs, s.Statements)
+	if r.Target.Dialect == "sqlite" {
+		p.f("               (SQLite runs inside dbparity: its CPU is in the driver's)\n")
+	}
 	p.f("\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  transaction\tcount\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\t\n")
