@@ -109,6 +109,9 @@ func TestRunLoadShowOnDefault(t *testing.T) {
 	if !strings.Contains(stdout, "NOPM") || !strings.Contains(stdout, "result written to r.json") {
 		t.Errorf("summary missing from output:\n%s", stdout)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "r.json.journal")); !os.IsNotExist(err) {
+		t.Errorf("the journal outlived the result file: %v", err)
+	}
 	code, stdout, stderr = dbparity(t, dir, "show", "--json", "r.json")
 	if code != 0 {
 		t.Fatalf("show: exit %d: %s", code, stderr)
@@ -216,5 +219,51 @@ func TestInterruptWritesPartialResult(t *testing.T) {
 	}
 	if code, out, _ := dbparity(t, dir, "check"); code != 0 {
 		t.Errorf("check after an interrupted run: exit %d\n%s", code, out)
+	}
+}
+
+// A run killed outright leaves no result file, but its journal keeps the
+// header and every interval but the last.
+func TestKilledRunLeavesJournal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a warehouse")
+	}
+	dir := t.TempDir()
+	if code, _, stderr := dbparity(t, dir, "load"); code != 0 {
+		t.Fatalf("load: exit %d: %s", code, stderr)
+	}
+	cmd := exec.Command(bin, "run", "--duration", "1m", "--warmup", "0s", "--users", "1", "--out", "r.json")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3500 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, "r.json")); !os.IsNotExist(err) {
+		t.Errorf("a killed run left a result file: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "r.json.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var head struct {
+		Schema string `json:"schema"`
+		Label  string `json:"label"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.Schema != "dbparity.journal/1" {
+		t.Fatalf("journal header %q: %v", lines[0], err)
+	}
+	if len(lines) < 3 {
+		t.Errorf("journal has %d intervals after 3.5 s, want at least 2", len(lines)-1)
+	}
+	for _, l := range lines[1:] {
+		var iv struct {
+			Commits int64 `json:"commits"`
+		}
+		if err := json.Unmarshal([]byte(l), &iv); err != nil || iv.Commits == 0 {
+			t.Errorf("interval %q: %v", l, err)
+		}
 	}
 }

@@ -49,6 +49,9 @@ type Config struct {
 	Tick time.Duration
 	// Progress, if set, is called once per tick from the monitor goroutine.
 	Progress func(Status)
+	// OnInterval, if set, receives every interval of the series as soon as
+	// it is closed, from the monitor goroutine.
+	OnInterval func(metrics.Interval)
 	// StopGrace is how long sessions may take to finish their current
 	// transaction after the run stops before their statements are cancelled.
 	StopGrace time.Duration
@@ -316,6 +319,9 @@ func (m *monitor) tick(now time.Time) metrics.Interval {
 	m.commits += iv.Commits
 	m.errors += iv.Errors
 	m.res.Series = append(m.res.Series, iv)
+	if m.r.cfg.OnInterval != nil {
+		m.r.cfg.OnInterval(iv)
+	}
 	return iv
 }
 

@@ -215,6 +215,9 @@ func CheckWritable(path string, overwrite bool) error {
 			return fmt.Errorf("--out %s already exists: choose another file or pass --force to replace it", path)
 		}
 	}
+	if _, err := os.Stat(JournalPath(path)); err == nil && !overwrite {
+		return fmt.Errorf("--out %s: %s holds the journal of a run that died: move it away or pass --force", path, JournalPath(path))
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out %s: cannot create its directory: %v", path, err)

@@ -113,10 +113,16 @@ func TestCheckWritable(t *testing.T) {
 	if err := CheckWritable(p, true); err != nil {
 		t.Errorf("existing file with --force: %v", err)
 	}
+	os.Remove(p)
+	os.WriteFile(JournalPath(p), []byte("{}"), 0o644)
+	if err := CheckWritable(p, false); err == nil || !strings.Contains(err.Error(), "journal") {
+		t.Errorf("journal of a dead run: %v", err)
+	}
+	os.Remove(JournalPath(p))
 	if err := CheckWritable(dir, true); err == nil {
 		t.Error("a directory accepted as --out")
 	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, "sub")); len(entries) != 1 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, "sub")); len(entries) != 0 {
 		t.Errorf("probe files left behind: %v", entries)
 	}
 }

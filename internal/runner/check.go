@@ -13,7 +13,7 @@ func Check(ctx context.Context, c Common) error {
 		return err
 	}
 	defer t.close()
-	if _, err := prepare(ctx, t, c.Workload); err != nil {
+	if _, err := prepare(ctx, t, c.Workload, false); err != nil {
 		return err
 	}
 	conn, err := t.Connect(ctx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
@@ -81,11 +82,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer t.close()
 
-	if notLoaded, err := prepare(ctx, t, o.Workload); notLoaded && o.Load {
+	if notLoaded, err := prepare(ctx, t, o.Workload, true); notLoaded && o.Load {
 		if err := load(ctx, t, o.Common, o.LoadWorkers); err != nil {
 			return err
 		}
-		if _, err := prepare(ctx, t, o.Workload); err != nil {
+		if _, err := prepare(ctx, t, o.Workload, true); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -100,30 +101,39 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 
 	w := o.Workload
+	r := describe(o, t, serverVersion)
+	journal, err := result.OpenJournal(o.Out, r)
+	if err != nil {
+		return err
+	}
+	written := false
+	defer func() { journal.Close(written) }()
 	p := &progress{w: o.Stderr, tty: o.TTY}
 	fmt.Fprintf(o.Stderr, "running %s on %s: %d users, %s warm-up, %s measured\n", w.Meta().Name, t.URL,
 		o.Users, o.Warmup, o.Duration)
+	total := o.Warmup + o.Duration
 	res, runErr := driver.Run(ctx, driver.Config{
 		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: w.TxTypes(),
 		NewWorker: func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
 		Connect:   t.Connect,
 		StopGrace: o.StopGrace,
 		Progress: func(s driver.Status) {
-			p.show(fmt.Sprintf("%s %5s  %-7s  %8.1f tps  p95 %7.2f ms  errors %d", o.Label,
-				s.Elapsed.Round(time.Second), s.Phase, s.TPS, float64(s.P95)/1e6, s.Errors))
+			p.show(fmt.Sprintf("%s %s/%s  %-7s  %8.1f tps  p95 %7.2f ms  errors %d", o.Label,
+				s.Elapsed.Round(time.Second), total, s.Phase, s.TPS, float64(s.P95)/1e6, s.Errors))
 		},
+		OnInterval: func(iv metrics.Interval) { journal.Append(iv) },
 	})
 	p.clear()
 	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
 		return runErr
 	}
-	r, err := buildResult(o, t, serverVersion, res)
-	if err != nil {
+	if err := measure(r, w.TxTypes(), res); err != nil {
 		return err
 	}
 	if err := result.Write(o.Out, r, t.secret); err != nil {
 		return err
 	}
+	written = true
 	if err := report.Text(o.Stdout, r); err != nil {
 		return err
 	}
@@ -166,38 +176,46 @@ func safeName(s string) string {
 	}, s)
 }
 
-func buildResult(o RunOptions, t *opened, serverVersion string, res *driver.Result) (*result.Run, error) {
+// describe fills what a result says of the run before it starts: what ran,
+// where, on what, how it was driven.
+func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 	w := o.Workload
 	m := w.Meta()
-	r := &result.Run{
-		Schema: result.Schema, Label: o.Label, Partial: res.Partial, PartialReason: res.Reason,
-		Tool:    result.Tool{Name: "dbparity", Version: Version, GoVersion: runtime.Version()},
-		Command: RedactArgs(o.Command),
-		Start:   res.Start, End: res.End, MeasureStart: res.MeasureStart, MeasureEnd: res.MeasureEnd,
+	return &result.Run{
+		Schema: result.Schema, Label: o.Label,
+		Tool:     result.Tool{Name: "dbparity", Version: Version, GoVersion: runtime.Version()},
+		Command:  RedactArgs(o.Command),
+		Start:    time.Now(),
 		Workload: result.Workload{Name: m.Name, Version: m.Version, Disclaimer: m.Disclaimer, Params: w.Params()},
 		Target: result.Target{Dialect: t.Dialect.String(), URL: t.URL, Managed: t.managed != nil,
 			ServerVersion: serverVersion, Settings: t.Settings},
-		Host: collect.Host(),
-		Driver: result.Driver{Users: o.Users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(),
-			Seed: o.Seed, Reconnects: res.Reconnects, CPUUserS: res.MeasureCPU.User.Seconds(),
-			CPUSysS: res.MeasureCPU.Sys.Seconds(), TotalCPUS: res.TotalCPU.Total().Seconds()},
-		Errors: res.Phases[driver.Measure].Classes, Statements: res.Phases[driver.Measure].Statements,
-		ErrorSamples: res.FirstErrors, Series: res.Series, Phases: map[string]result.Phase{},
+		Host:   collect.Host(),
+		Driver: result.Driver{Users: o.Users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(), Seed: o.Seed},
 	}
-	types := w.TxTypes()
+}
+
+// measure adds what the driver measured to r.
+func measure(r *result.Run, types []string, res *driver.Result) error {
+	r.Partial, r.PartialReason = res.Partial, res.Reason
+	r.Start, r.End, r.MeasureStart, r.MeasureEnd = res.Start, res.End, res.MeasureStart, res.MeasureEnd
+	r.Driver.Reconnects = res.Reconnects
+	r.Driver.CPUUserS, r.Driver.CPUSysS = res.MeasureCPU.User.Seconds(), res.MeasureCPU.Sys.Seconds()
+	r.Driver.TotalCPUS = res.TotalCPU.Total().Seconds()
 	measured := res.Phases[driver.Measure]
+	r.Errors, r.Statements, r.ErrorSamples, r.Series = measured.Classes, measured.Statements, res.FirstErrors, res.Series
 	for i, name := range types {
 		h, err := result.NewHistogram(res.Latency[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.Transactions = append(r.Transactions, result.Transaction{Name: name, Committed: measured.Committed[i],
 			Rollbacks: measured.Rollbacks[i], Errors: measured.Errors[i], Retries: measured.Retries[i], Latency: h})
 	}
 	var err error
 	if r.Commit, err = result.NewHistogram(res.Commit); err != nil {
-		return nil, err
+		return err
 	}
+	r.Phases = map[string]result.Phase{}
 	for p, ps := range res.Phases {
 		ph := result.Phase{Committed: map[string]int64{}, Rollbacks: map[string]int64{}, Errors: map[string]int64{},
 			Statements: ps.Statements}
@@ -206,7 +224,7 @@ func buildResult(o RunOptions, t *opened, serverVersion string, res *driver.Resu
 		}
 		r.Phases[driver.PhaseNames[p]] = ph
 	}
-	return r, nil
+	return nil
 }
 
 // RedactArgs removes passwords from a command line: URL user info and

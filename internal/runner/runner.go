@@ -141,8 +141,21 @@ func urlPassword(raw string) string {
 }
 
 // prepare connects and reads the workload's loaded state; notLoaded is set
-// when the schema is missing.
-func prepare(ctx context.Context, o *opened, w workload.Workload) (notLoaded bool, err error) {
+// when the schema is missing. orLoad adds run's --load to the advice.
+func prepare(ctx context.Context, o *opened, w workload.Workload, orLoad bool) (notLoaded bool, err error) {
+	hint := ""
+	if orLoad {
+		hint = ", or add --load"
+	}
+	notLoadedErr := fmt.Errorf("%s is not loaded in %s: run `dbparity load --workload %s` first%s",
+		w.Meta().Name, o.URL, w.Meta().Name, hint)
+	if o.Dialect == target.SQLite {
+		// Connecting would create an empty database file: do not leave one
+		// behind for a command that only reads.
+		if _, err := os.Stat(o.Path); errors.Is(err, os.ErrNotExist) {
+			return true, notLoadedErr
+		}
+	}
 	c, err := o.Connect(ctx)
 	if err != nil {
 		return false, err
@@ -150,8 +163,7 @@ func prepare(ctx context.Context, o *opened, w workload.Workload) (notLoaded boo
 	defer c.Close()
 	err = w.Prepare(ctx, c, o.Dialect)
 	if errors.Is(err, workload.ErrNotLoaded) {
-		return true, fmt.Errorf("%s is not loaded in %s: run `dbparity load --workload %s` first, or add --load",
-			w.Meta().Name, o.URL, w.Meta().Name)
+		return true, notLoadedErr
 	}
 	return false, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -25,7 +26,7 @@ func openPostgres(raw string) (*Target, error) {
 	t.connect = func(ctx context.Context) (Conn, error) {
 		c, err := pgx.ConnectConfig(ctx, cfg.Copy())
 		if err != nil {
-			return nil, errors.New(oneLine(err))
+			return nil, errors.New(connectMessage(err))
 		}
 		return &pgConn{c: c}, nil
 	}
@@ -36,6 +37,20 @@ func openPostgres(raw string) (*Target, error) {
 // multi-line server detail.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// connectMessage reduces pgx's report of every address and TLS attempt to
+// the one reason that matters, with what to check.
+func connectMessage(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Error() + ": is the server running, and are the host, port or socket directory right?"
+	}
+	return oneLine(err)
 }
 
 type pgConn struct {

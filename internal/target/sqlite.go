@@ -46,7 +46,7 @@ func openSQLite(raw string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %q: %v", raw, err)
 	}
-	t := &Target{Dialect: SQLite, URL: "sqlite://" + path, Settings: settings, close: db.Close}
+	t := &Target{Dialect: SQLite, URL: "sqlite://" + path, Path: path, Settings: settings, close: db.Close}
 	t.connect = func(ctx context.Context) (Conn, error) {
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {

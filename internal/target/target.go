@@ -95,6 +95,8 @@ type Target struct {
 	Dialect Dialect
 	// URL is the endpoint with any password removed: safe to print and store.
 	URL string
+	// Path is the database file of an SQLite target.
+	Path string
 	// Settings are the connection settings that change behaviour (SQLite
 	// pragmas), for the run's disclosure.
 	Settings map[string]string
