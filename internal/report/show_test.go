@@ -1,0 +1,90 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func histogram(t *testing.T, base time.Duration, n int) result.Histogram {
+	h := metrics.NewHistogram()
+	for i := 1; i <= n; i++ {
+		h.Record(base + time.Duration(i)*base/time.Duration(n))
+	}
+	r, err := result.NewHistogram(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func sample(t *testing.T) *result.Run {
+	start := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+	return &result.Run{
+		Schema: result.Schema, Label: "native", Partial: true, PartialReason: "interrupted",
+		Start: start, MeasureStart: start.Add(10 * time.Second), MeasureEnd: start.Add(70 * time.Second),
+		Workload: result.Workload{Name: "order-entry", Version: "1", Disclaimer: "TPC-C derived, not TPC-C compliant"},
+		Target:   result.Target{Dialect: "postgres", URL: "postgres://bench@db1/bench", ServerVersion: "15.18"},
+		Driver:   result.Driver{Users: 8, WarmupS: 10, CPUUserS: 3, CPUSysS: 1},
+		Transactions: []result.Transaction{
+			{Name: "new_order", Committed: 2700, Rollbacks: 27, Retries: 3, Latency: histogram(t, 4*time.Millisecond, 2727)},
+			{Name: "payment", Committed: 2580, Errors: 2, Latency: histogram(t, 2*time.Millisecond, 2580)},
+		},
+		Commit:       histogram(t, 300*time.Microsecond, 5280),
+		Errors:       map[string]int64{"deadlock": 2},
+		ErrorSamples: map[string]string{"deadlock": "ERROR: deadlock detected (SQLSTATE 40P01)"},
+		Statements:   100000,
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./internal/report -update to accept):\n%s", name, got)
+	}
+}
+
+func TestText(t *testing.T) {
+	time.Local = time.UTC
+	var b bytes.Buffer
+	if err := Text(&b, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "show.txt", b.Bytes())
+}
+
+func TestJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := JSON(&b, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"label", "workload", "duration_s", "tps", "nopm", "partial", "errors", "driver_cpu_s", "transactions"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("summary lacks %q", k)
+		}
+	}
+	golden(t, "show.json", b.Bytes())
+}
