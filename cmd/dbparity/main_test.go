@@ -153,13 +153,7 @@ func TestRunLoadShowOnDefault(t *testing.T) {
 
 // A consistency violation makes check exit 3.
 func TestCheckFailsOnCorruption(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads a warehouse")
-	}
-	dir := t.TempDir()
-	if code, _, stderr := dbparity(t, dir, "load"); code != 0 {
-		t.Fatalf("load: exit %d: %s", code, stderr)
-	}
+	dir := loadedDir(t)
 	tg, err := target.Open("sqlite://" + filepath.Join(dir, "dbparity-data", "dbparity.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -179,9 +173,10 @@ func TestCheckFailsOnCorruption(t *testing.T) {
 	}
 }
 
-// Ctrl-C ends a run cleanly: exit 130, and the result is written and
-// marked partial.
-func TestInterruptWritesPartialResult(t *testing.T) {
+// loadedDir returns a directory whose embedded default holds a loaded
+// order-entry.
+func loadedDir(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("loads a warehouse")
 	}
@@ -189,13 +184,27 @@ func TestInterruptWritesPartialResult(t *testing.T) {
 	if code, _, stderr := dbparity(t, dir, "load"); code != 0 {
 		t.Fatalf("load: exit %d: %s", code, stderr)
 	}
-	cmd := exec.Command(bin, "run", "--duration", "1m", "--warmup", "0s", "--users", "2", "--out", "r.json")
+	return dir
+}
+
+// startRun starts a minute-long run in dir writing r.json.
+func startRun(t *testing.T, dir string, users string, stderr *bytes.Buffer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--duration", "1m", "--warmup", "0s", "--users", users, "--out", "r.json")
 	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd
+}
+
+// Ctrl-C ends a run cleanly: exit 130, and the result is written and
+// marked partial.
+func TestInterruptWritesPartialResult(t *testing.T) {
+	dir := loadedDir(t)
+	var stderr bytes.Buffer
+	cmd := startRun(t, dir, "2", &stderr)
 	time.Sleep(3 * time.Second)
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
@@ -225,18 +234,8 @@ func TestInterruptWritesPartialResult(t *testing.T) {
 // A run killed outright leaves no result file, but its journal keeps the
 // header and every interval but the last.
 func TestKilledRunLeavesJournal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads a warehouse")
-	}
-	dir := t.TempDir()
-	if code, _, stderr := dbparity(t, dir, "load"); code != 0 {
-		t.Fatalf("load: exit %d: %s", code, stderr)
-	}
-	cmd := exec.Command(bin, "run", "--duration", "1m", "--warmup", "0s", "--users", "1", "--out", "r.json")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	dir := loadedDir(t)
+	cmd := startRun(t, dir, "1", &bytes.Buffer{})
 	time.Sleep(3500 * time.Millisecond)
 	cmd.Process.Kill()
 	cmd.Wait()

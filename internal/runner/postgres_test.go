@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,21 +34,8 @@ func managedTarget(t *testing.T) Target {
 // dbCounters reads the database's own transaction counters.
 func dbCounters(t *testing.T, tg Target) (commits, rollbacks int64) {
 	t.Helper()
-	o, err := openTarget(context.Background(), tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.close()
-	c, err := o.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	err = c.QueryRow(context.Background(),
-		"SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&commits, &rollbacks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queryRow(t, tg, "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()",
+		&commits, &rollbacks)
 	return commits, rollbacks
 }
 

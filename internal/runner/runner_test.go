@@ -31,6 +31,15 @@ func common(t *testing.T, tg Target) (Common, *bytes.Buffer) {
 // countRows reads one count(*) through a fresh connection.
 func countRows(t *testing.T, tg Target, query string) int64 {
 	t.Helper()
+	var n int64
+	queryRow(t, tg, query, &n)
+	return n
+}
+
+// queryRow scans one row of query through a fresh connection (and, for a
+// managed target, a fresh start of its server).
+func queryRow(t *testing.T, tg Target, query string, dest ...any) {
+	t.Helper()
 	o, err := openTarget(context.Background(), tg)
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +50,9 @@ func countRows(t *testing.T, tg Target, query string) int64 {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var n int64
-	if err := c.QueryRow(context.Background(), query).Scan(&n); err != nil {
+	if err := c.QueryRow(context.Background(), query).Scan(dest...); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
-	return n
 }
 
 // allPhases adds a transaction type's commits over every phase: what the
