@@ -144,9 +144,9 @@ type session struct {
 	mu sync.Mutex
 	// Guarded by mu: the monitor reads them once per tick.
 	phases   [numPhases]PhaseStats
-	latency  []*metrics.Histogram
-	commit   *metrics.Histogram
-	interval *metrics.Histogram
+	latency  []*metrics.Recorder
+	commit   *metrics.Recorder
+	interval *metrics.Recorder
 	iv       metrics.Interval
 	first    map[string]string
 	reconn   int64
@@ -203,12 +203,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("open %d sessions: %w", cfg.Users, cerr)
 	}
 	for range cfg.Users {
-		s := &session{commit: metrics.NewHistogram(), interval: metrics.NewHistogram(), first: map[string]string{}}
+		s := &session{commit: metrics.NewRecorder(), interval: metrics.NewRecorder(), first: map[string]string{}}
 		for p := range s.phases {
 			s.phases[p] = newPhaseStats(n)
 		}
 		for range n {
-			s.latency = append(s.latency, metrics.NewHistogram())
+			s.latency = append(s.latency, metrics.NewRecorder())
 		}
 		r.sessions = append(r.sessions, s)
 	}
@@ -368,7 +368,7 @@ func (r *run) collect(now, last, start time.Time, agg *metrics.Histogram) metric
 		iv.Retries += s.iv.Retries
 		iv.ActiveSess += s.iv.ActiveSess
 		s.iv = metrics.Interval{ActiveSess: s.iv.ActiveSess}
-		agg.Merge(s.interval)
+		s.interval.MergeInto(agg)
 		s.interval.Reset()
 		s.mu.Unlock()
 	}
@@ -392,9 +392,9 @@ func (r *run) merge(res *Result, n int) {
 			res.Phases[p].add(s.phases[p])
 		}
 		for t, h := range s.latency {
-			res.Latency[t].Merge(h)
+			h.MergeInto(res.Latency[t])
 		}
-		res.Commit.Merge(s.commit)
+		s.commit.MergeInto(res.Commit)
 		for k, v := range s.first {
 			if _, ok := res.FirstErrors[k]; !ok {
 				res.FirstErrors[k] = v

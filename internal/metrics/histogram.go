@@ -33,14 +33,22 @@ func NewHistogram() *Histogram {
 	return &Histogram{h: hdr.New(lowestMicros, highestMicros, sigFigs)}
 }
 
-// Record adds one latency.
-func (h *Histogram) Record(d time.Duration) {
-	us := int64(d / time.Microsecond)
+// micros converts a latency to the histogram's unit, clamped to its range.
+func micros(d time.Duration) (us int64, saturated bool) {
+	us = int64(d / time.Microsecond)
 	if us < lowestMicros {
-		us = lowestMicros
+		return lowestMicros, false
 	}
 	if us > highestMicros {
-		us = highestMicros
+		return highestMicros, true
+	}
+	return us, false
+}
+
+// Record adds one latency.
+func (h *Histogram) Record(d time.Duration) {
+	us, sat := micros(d)
+	if sat {
 		h.Saturated++
 	}
 	_ = h.h.RecordValue(us) // cannot fail: us is within the trackable range
@@ -104,3 +112,42 @@ func DecodeHistogram(s string, saturated int64) (*Histogram, error) {
 	out.Saturated = saturated
 	return out, nil
 }
+
+// Recorder is what a session records into: the same geometry as
+// Histogram, stored sparsely, so its memory follows the latencies actually
+// seen (a few KB) rather than the 190 KB of the full counts array; a
+// driver with hundreds of sessions and six histograms each stays small.
+// It is merged into a Histogram to be read.
+type Recorder struct {
+	p         *hdr.PackedHistogram
+	saturated int64
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{p: hdr.NewPacked(lowestMicros, highestMicros, sigFigs)}
+}
+
+// Record adds one latency.
+func (r *Recorder) Record(d time.Duration) {
+	us, sat := micros(d)
+	if sat {
+		r.saturated++
+	}
+	_ = r.p.RecordValue(us) // cannot fail: us is within the trackable range
+}
+
+// MergeInto adds every value of r to h.
+func (r *Recorder) MergeInto(h *Histogram) {
+	r.p.MergeInto(h.h)
+	h.Saturated += r.saturated
+}
+
+// Reset empties the recorder.
+func (r *Recorder) Reset() { r.p.Reset(); r.saturated = 0 }
+
+// Count is the number of recorded values.
+func (r *Recorder) Count() int64 { return r.p.TotalCount() }
+
+// Bytes is the memory the recorder's counts take.
+func (r *Recorder) Bytes() int { return r.p.GetMemorySize() }

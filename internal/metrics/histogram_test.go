@@ -68,3 +68,55 @@ func TestEncodeRoundTrip(t *testing.T) {
 		t.Error("garbage decoded")
 	}
 }
+
+// A recorder merged into a histogram gives exactly what recording into the
+// histogram gives, in a fraction of the memory.
+func TestRecorderMatchesHistogram(t *testing.T) {
+	g := rand.New(rand.NewPCG(5, 6))
+	h, r := NewHistogram(), NewRecorder()
+	for range 200000 {
+		d := time.Duration(g.ExpFloat64()*float64(5*time.Millisecond)) + 100*time.Microsecond
+		h.Record(d)
+		r.Record(d)
+	}
+	r.Record(3 * time.Hour)
+	h.Record(3 * time.Hour)
+	m := NewHistogram()
+	r.MergeInto(m)
+	for _, q := range []float64{0.5, 0.95, 0.99, 0.9999, 1} {
+		if m.Quantile(q) != h.Quantile(q) {
+			t.Errorf("q%v: recorder %s, histogram %s", q, m.Quantile(q), h.Quantile(q))
+		}
+	}
+	if m.Count() != h.Count() || m.Saturated != 1 {
+		t.Errorf("count %d saturated %d", m.Count(), m.Saturated)
+	}
+	if b := r.Bytes(); b > 64<<10 {
+		t.Errorf("recorder holds %d bytes for 200000 latencies", b)
+	}
+	t.Logf("recorder: %d bytes", r.Bytes())
+	r.Reset()
+	if r.Count() != 0 {
+		t.Error("reset recorder not empty")
+	}
+}
+
+func BenchmarkRecord(b *testing.B) {
+	g := rand.New(rand.NewPCG(1, 1))
+	ds := make([]time.Duration, 4096)
+	for i := range ds {
+		ds[i] = time.Duration(g.ExpFloat64()*float64(5*time.Millisecond)) + 100*time.Microsecond
+	}
+	b.Run("histogram", func(b *testing.B) {
+		h := NewHistogram()
+		for i := range b.N {
+			h.Record(ds[i&4095])
+		}
+	})
+	b.Run("recorder", func(b *testing.B) {
+		r := NewRecorder()
+		for i := range b.N {
+			r.Record(ds[i&4095])
+		}
+	})
+}
