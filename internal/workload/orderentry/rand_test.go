@@ -98,6 +98,11 @@ func TestNewOrderInputs(t *testing.T) {
 		if w.nlines < 5 || w.nlines > 15 {
 			t.Fatalf("%d order lines, want 5..15", w.nlines)
 		}
+		for k := 1; k < w.nlines-1; k++ {
+			if w.lines[w.order[k]].before(w.lines[w.order[k-1]]) {
+				t.Fatalf("lines not in lock order: %v", w.order[:w.nlines])
+			}
+		}
 		if w.rollback {
 			rollbacks++
 			if last := w.lines[w.order[w.nlines-1]]; last.item != numItems+1 {
