@@ -126,3 +126,27 @@ func TestCheckWritable(t *testing.T) {
 		t.Errorf("probe files left behind: %v", entries)
 	}
 }
+
+// Read takes files from anywhere: it must never panic, and its errors are
+// one line.
+func FuzzRead(f *testing.F) {
+	b, _ := os.ReadFile("../report/testdata/show.json")
+	f.Add(b)
+	f.Add([]byte(`{"schema":"dbparity.run/1","transactions":[{"latency":{"hdr":"xx"}}]}`))
+	f.Add([]byte(`{"schema":"dbparity.run/1"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "f.json")
+		os.WriteFile(p, data, 0o644)
+		r, err := Read(p)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error %q", err)
+			}
+			return
+		}
+		r.Summarize()
+		for _, tx := range r.Transactions {
+			tx.Latency.Decode()
+		}
+	})
+}

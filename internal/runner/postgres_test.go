@@ -1,10 +1,17 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // managedTarget gives a test its own throw-away cluster directory. Skipped
@@ -70,5 +77,60 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 	}
 	if !r.Target.Managed || r.Target.Settings["fsync"] != "off" || r.Target.ServerVersion == "" {
 		t.Errorf("target disclosure %+v", r.Target)
+	}
+}
+
+// Sessions whose connections the server kills reconnect and go on; the
+// lost transactions are counted as connection errors, never retried.
+func TestReconnectAfterTerminatedBackends(t *testing.T) {
+	tg := managedTarget(t)
+	ctx := context.Background()
+	inst, err := managed.Start(ctx, managed.Options{DataDir: tg.PGData, Settings: tg.PGSet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop()
+	direct := Target{URL: inst.URL()}
+	c, out := common(t, direct)
+	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+		t.Fatalf("load: %v\n%s", err, out)
+	}
+	killer, err := pgx.Connect(ctx, inst.URL()+"&application_name=killer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer killer.Close(ctx)
+	killed := make(chan int64, 1)
+	time.AfterFunc(1500*time.Millisecond, func() {
+		var n int64
+		killer.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'dbparity'").Scan(&n)
+		killed <- n
+	})
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 4 * time.Second, Label: "kill", Out: path}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if n := <-killed; n != 3 {
+		t.Fatalf("terminated %d backends, want the 3 sessions", n)
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Driver.Reconnects < 3 || r.Errors["connection"] < 1 || r.Errors["connection"] > 3 {
+		t.Errorf("reconnects %d, connection errors %d: want 3 reconnects and at most one lost transaction per session",
+			r.Driver.Reconnects, r.Errors["connection"])
+	}
+	var late int64
+	for _, iv := range r.Series {
+		if iv.At > 2.5 {
+			late += iv.Commits
+		}
+	}
+	if late == 0 {
+		t.Error("no commits after the sessions reconnected")
+	}
+	if err := Check(ctx, c); err != nil {
+		t.Errorf("check: %v", err)
 	}
 }
