@@ -174,33 +174,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r := &run{cfg: cfg}
 	n := len(cfg.TxTypes)
-	// Connect every session before the clock starts: connection set-up is
-	// not part of the workload.
-	conns := make([]target.Conn, cfg.Users)
-	var cerr error
-	var cmu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := cfg.Connect(ctx)
-			cmu.Lock()
-			defer cmu.Unlock()
-			if err != nil && cerr == nil {
-				cerr = err
-			}
-			conns[i] = c
-		}()
-	}
-	wg.Wait()
-	if cerr != nil {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-		return nil, fmt.Errorf("open %d sessions: %w", cfg.Users, cerr)
+	conns, err := connectAll(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	for range cfg.Users {
 		s := &session{commit: metrics.NewRecorder(), interval: metrics.NewRecorder(), first: map[string]string{}}
@@ -354,6 +330,43 @@ func (m *monitor) stop(now time.Time, reason string) {
 		res.Partial, res.Reason = true, reason
 	}
 	time.AfterFunc(r.cfg.StopGrace, m.cancelHard)
+}
+
+// connectAll opens every session's connection before the clock starts:
+// connection set-up is not part of the workload. At most 16 connect at a
+// time, so a thousand sessions do not arrive at the server as one storm.
+func connectAll(ctx context.Context, cfg Config) ([]target.Conn, error) {
+	conns := make([]target.Conn, cfg.Users)
+	errs := make([]error, cfg.Users)
+	slots := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			conns[i], errs[i] = cfg.Connect(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, fmt.Errorf("open %d sessions: %w", cfg.Users, err)
+	}
+	return conns, nil
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // collect takes the interval counters of every session.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +133,18 @@ func TestReconnectAfterTerminatedBackends(t *testing.T) {
 	}
 	if err := Check(ctx, c); err != nil {
 		t.Errorf("check: %v", err)
+	}
+
+	// More sessions than the server accepts (max_connections 300): the run
+	// fails before it starts, with the server's reason, and leaves nothing.
+	path2 := filepath.Join(t.TempDir(), "r2.json")
+	err = Run(ctx, RunOptions{Common: c, Users: 310, Duration: time.Second, Label: "many", Out: path2})
+	if err == nil || !strings.Contains(err.Error(), "53300") {
+		t.Errorf("310 sessions against max_connections 300: %v", err)
+	}
+	for _, p := range []string{path2, result.JournalPath(path2)} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("a run that never started left %s", p)
+		}
 	}
 }

@@ -106,8 +106,9 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	written := false
-	defer func() { journal.Close(written) }()
+	// The journal goes once the result is written, or when nothing ran.
+	done := false
+	defer func() { journal.Close(done) }()
 	p := &progress{w: o.Stderr, tty: o.TTY}
 	fmt.Fprintf(o.Stderr, "running %s on %s: %d users, %s warm-up, %s measured\n", w.Meta().Name, t.URL,
 		o.Users, o.Warmup, o.Duration)
@@ -125,6 +126,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	})
 	p.clear()
 	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
+		done = res == nil
 		return runErr
 	}
 	if err := measure(r, w.TxTypes(), res); err != nil {
@@ -133,7 +135,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err := result.Write(o.Out, r, t.secret); err != nil {
 		return err
 	}
-	written = true
+	done = true
 	if err := report.Text(o.Stdout, r); err != nil {
 		return err
 	}
