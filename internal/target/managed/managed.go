@@ -1,0 +1,168 @@
+// Package managed owns the lifecycle of a throw-away PostgreSQL cluster
+// started from the local PostgreSQL binaries: initdb into a data directory,
+// a settings profile written on every start, the server on a unix socket
+// only, and a stop that does not give up (pg_ctl, then signals). It knows
+// nothing of workloads or runs; callers get a connection URL and the
+// settings that were applied, for disclosure.
+//
+// PostgreSQL refuses to run as root, so when dbparity runs as root the
+// cluster runs as the unprivileged OS user dbparity, created if missing.
+package managed
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// OSUser is the unprivileged account a cluster started by root runs as.
+const OSUser = "dbparity"
+
+// superuser and database are what clients of a managed cluster use.
+const (
+	superuser = "dbparity"
+	database  = "dbparity"
+)
+
+// Options say where and how to start a cluster.
+type Options struct {
+	BinDir   string    // initdb, pg_ctl, postgres; "" = initdb on PATH (symlinks resolved), else the newest /usr/lib/postgresql/*/bin
+	DataDir  string    // cluster directory; initdb runs when it holds no PG_VERSION; kept afterwards
+	Settings []string  // "name=value" (--pg-set), applied last
+	ConfFile string    // file of postgresql.conf lines (--pg-conf), applied before Settings
+	Log      io.Writer // one-line progress messages; may be nil
+}
+
+// Instance is a running cluster.
+type Instance struct {
+	DataDir, SocketDir string
+	Port               int
+	User               string // database superuser to connect as
+	Database           string // created on first start
+	PID                int    // postmaster
+	OSUser             string // the OS user the server runs as
+	Version            string // from postgres --version, e.g. "15.18"
+	Settings           map[string]string
+
+	bin       string
+	cred      *syscall.Credential // nil: run as ourselves
+	tmpSocket bool                // SocketDir is ours to remove
+	log       io.Writer
+
+	mu      sync.Mutex // Stop may race with a signal handler's Stop
+	stopped bool
+}
+
+// Start initialises the cluster when the data directory holds none, writes
+// the settings profile and starts the server. If ctx is cancelled while
+// starting, whatever was started is stopped.
+func Start(ctx context.Context, o Options) (_ *Instance, err error) {
+	wanted, err := userSettings(o)
+	if err != nil {
+		return nil, err
+	}
+	i := &Instance{User: superuser, Database: database, log: o.Log}
+	if err := i.locate(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := i.prepareDirs(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			i.Stop()
+		}
+	}()
+	if err := i.ensureCluster(ctx); err != nil {
+		return nil, err
+	}
+	if err := i.stopLeftover(); err != nil {
+		return nil, err
+	}
+	if err := i.writeProfile(wanted); err != nil {
+		return nil, err
+	}
+	if err := i.start(ctx); err != nil {
+		return nil, err
+	}
+	if err := i.createDatabase(ctx); err != nil {
+		return nil, err
+	}
+	i.logf("started postgres %s pid %d as user %s (socket %s, port %d)", i.Version, i.PID, i.OSUser, i.SocketDir, i.Port)
+	return i, nil
+}
+
+// URL is a connection URL for the cluster's socket, for pgx.ParseConfig.
+func (i *Instance) URL() string { return i.url(i.Database) }
+
+func (i *Instance) url(db string) string {
+	host := i.SocketDir
+	if !plainPath.MatchString(host) {
+		host = url.QueryEscape(host)
+	}
+	return "postgres://" + i.User + "@/" + db + "?host=" + host + "&port=" + strconv.Itoa(i.Port)
+}
+
+// plainPath needs no escaping in a URL query; most socket paths are such
+// and read better unescaped in logs and result files.
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9/._-]+$`)
+
+// Stop stops the server (pg_ctl stop -m fast, then signals) and removes a
+// temporary socket directory. Calling it again after success does nothing;
+// after a failure it tries again.
+func (i *Instance) Stop() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.stopped {
+		return nil
+	}
+	if err := i.stopPID(i.PID); err != nil {
+		return err
+	}
+	if i.tmpSocket {
+		if err := os.RemoveAll(i.SocketDir); err != nil {
+			return fmt.Errorf("remove socket directory: %w", err)
+		}
+	}
+	i.stopped = true
+	return nil
+}
+
+// locate finds the binaries, their version and the OS user to run them as.
+func (i *Instance) locate(ctx context.Context, o Options) error {
+	var err error
+	if i.bin, err = findBin(o.BinDir); err != nil {
+		return err
+	}
+	if i.Version, err = serverVersion(ctx, i.bin); err != nil {
+		return err
+	}
+	if i.DataDir, err = filepath.Abs(o.DataDir); err != nil {
+		return fmt.Errorf("data directory %s: %w", o.DataDir, err)
+	}
+	if os.Geteuid() != 0 {
+		if u, err := user.Current(); err == nil {
+			i.OSUser = u.Username
+		}
+		return nil
+	}
+	if i.cred, err = serverUser(); err != nil {
+		return err
+	}
+	i.OSUser = OSUser
+	return reachableBin(i.bin, i.cred)
+}
+
+func (i *Instance) logf(format string, a ...any) {
+	if i.log != nil {
+		fmt.Fprintf(i.log, format+"\n", a...)
+	}
+}
