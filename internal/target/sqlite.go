@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver (pure Go, no cgo)
 )
@@ -47,6 +48,7 @@ func openSQLite(raw string) (*Target, error) {
 		return nil, fmt.Errorf("target %q: %v", raw, err)
 	}
 	t := &Target{Dialect: SQLite, URL: "sqlite://" + path, Path: path, Settings: settings, close: db.Close}
+	writer := &sync.Mutex{}
 	t.connect = func(ctx context.Context) (Conn, error) {
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -63,7 +65,7 @@ func openSQLite(raw string) (*Target, error) {
 			c.Close()
 			return nil, err
 		}
-		return &sqliteConn{c: c, stmts: map[string]*sql.Stmt{}}, nil
+		return &sqliteConn{c: c, stmts: map[string]*sql.Stmt{}, writer: writer}, nil
 	}
 	return t, nil
 }
@@ -72,6 +74,18 @@ type sqliteConn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
 	n     int64
+	// writer is shared by the target's connections. SQLite has one writer
+	// at a time, and a writer that finds the lock taken sleeps and polls
+	// (the busy timeout), which adds sleeps of up to 100 ms to the latency
+	// tail; connections of this process queue on a mutex instead and take
+	// the lock as soon as it is free. Other processes still meet the busy
+	// timeout.
+	writer  *sync.Mutex
+	writing bool
+	// inTx is set between BEGIN and its end: Close must end a transaction
+	// left open, because the connection goes back to database/sql's pool,
+	// where an open write transaction would hold SQLite's lock forever.
+	inTx bool
 }
 
 // stmt returns the prepared statement for a PostgreSQL-style SQL text,
@@ -143,21 +157,46 @@ func (s *sqliteConn) QueryRow(ctx context.Context, query string, args ...any) Ro
 }
 
 func (s *sqliteConn) Begin(ctx context.Context, mode TxMode) error {
-	q := "BEGIN IMMEDIATE"
 	if mode == ReadOnly {
-		q = "BEGIN"
+		_, err := s.Exec(ctx, "BEGIN")
+		s.inTx = err == nil
+		return err
 	}
-	_, err := s.Exec(ctx, q)
+	s.release() // a write transaction left open is over now: never lock twice
+	s.writer.Lock()
+	s.writing = true
+	_, err := s.Exec(ctx, "BEGIN IMMEDIATE")
+	if err != nil {
+		s.release()
+	}
+	s.inTx = err == nil
 	return err
+}
+
+// release lets the next writer of this process in.
+func (s *sqliteConn) release() {
+	if s.writing {
+		s.writing = false
+		s.writer.Unlock()
+	}
 }
 
 func (s *sqliteConn) Commit(ctx context.Context) error {
 	_, err := s.Exec(ctx, "COMMIT")
+	if err != nil {
+		// Unlike PostgreSQL, SQLite keeps a transaction whose COMMIT failed
+		// open; end it so the connection and the write lock are free.
+		s.c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	s.inTx = false
+	s.release()
 	return err
 }
 
 func (s *sqliteConn) Rollback(ctx context.Context) error {
 	_, err := s.Exec(ctx, "ROLLBACK")
+	s.inTx = false
+	s.release()
 	return err
 }
 
@@ -204,6 +243,11 @@ func (s *sqliteConn) Statements() int64 { return s.n }
 func (s *sqliteConn) Lost() bool        { return false }
 
 func (s *sqliteConn) Close() error {
+	if s.inTx {
+		s.c.ExecContext(context.Background(), "ROLLBACK")
+		s.inTx = false
+	}
+	s.release()
 	for _, st := range s.stmts {
 		st.Close()
 	}
