@@ -77,6 +77,8 @@ func (o *OrderEntry) dataUnits(seed uint64, lc constants, now time.Time) []workl
 				return copyRows(ctx, c, tableItem, itemRows(newRNG(seed, stream(0, 1, k)), k*chunk+1, (k+1)*chunk))
 			}})
 	}
+	per := expectedRows(1)
+	districtRows := (per["customer"] + per["history"] + per["orders"] + per["new_order"] + per["order_line"]) / districtsPerWH
 	for w := 1; w <= o.Warehouses; w++ {
 		units = append(units, workload.Unit{Name: fmt.Sprintf("warehouse %d", w), Rows: 1 + districtsPerWH,
 			Load: func(ctx context.Context, c target.Conn) (int64, error) {
@@ -89,9 +91,7 @@ func (o *OrderEntry) dataUnits(seed uint64, lc constants, now time.Time) []workl
 				}})
 		}
 		for dd := 1; dd <= districtsPerWH; dd++ {
-			per := expectedRows(1)
-			rows := (per["customer"] + per["history"] + per["orders"] + per["new_order"] + per["order_line"]) / districtsPerWH
-			units = append(units, workload.Unit{Name: fmt.Sprintf("district %d.%d", w, dd), Rows: rows,
+			units = append(units, workload.Unit{Name: fmt.Sprintf("district %d.%d", w, dd), Rows: districtRows,
 				Load: func(ctx context.Context, c target.Conn) (int64, error) {
 					return districtUnit(ctx, c, newRNG(seed, stream(w, 4, dd)), lc, now, w, dd)
 				}})
