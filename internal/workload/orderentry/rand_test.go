@@ -2,6 +2,7 @@ package orderentry
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dbparity/dbparity/internal/target"
@@ -150,5 +151,34 @@ func TestColumnNames(t *testing.T) {
 	}
 	if n := len(columnNames(tables[tableStock].columns)); n != 17 {
 		t.Errorf("stock has %d columns, want 17", n)
+	}
+}
+
+// Load units generate their rows from the seed alone: the same seed gives
+// the same data whichever worker runs the unit, another seed other data.
+func TestLoadRowsAreSeeded(t *testing.T) {
+	a := itemRows(newRNG(1, stream(0, 1, 3)), 1, 100)
+	b := itemRows(newRNG(1, stream(0, 1, 3)), 1, 100)
+	c := itemRows(newRNG(2, stream(0, 1, 3)), 1, 100)
+	same, differ := true, false
+	for i := range a {
+		for j := range a[i] {
+			same = same && a[i][j] == b[i][j]
+			differ = differ || a[i][j] != c[i][j]
+		}
+	}
+	if !same || !differ {
+		t.Errorf("same seed equal: %v; other seed differs: %v", same, differ)
+	}
+	original := 0
+	for _, r := range itemRows(newRNG(9, 1), 1, 20000) {
+		if s := r[4].(string); len(s) < 26 || len(s) > 50 {
+			t.Fatalf("I_DATA length %d", len(s))
+		} else if strings.Contains(s, "ORIGINAL") {
+			original++
+		}
+	}
+	if original < 1700 || original > 2300 {
+		t.Errorf("%d of 20000 items say ORIGINAL, want about 10%%", original)
 	}
 }
