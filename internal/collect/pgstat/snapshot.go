@@ -1,0 +1,186 @@
+// Package pgstat reads PostgreSQL's cumulative statistics (pg_stat_database,
+// pg_stat_wal, pg_stat_bgwriter, pg_stat_checkpointer, pg_stat_io,
+// pg_stat_statements) and derives an AWR-style load profile from two
+// snapshots; it samples session states from pg_stat_activity (waits), and
+// describes the server (settings, sizes) for the disclosure. It never
+// resets statistics: it reads cumulative counters and subtracts. What a
+// server version lacks is detected from the catalog and reported as not
+// available, never as zero.
+package pgstat
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// Snapshot is one reading of the cumulative counters, keyed "view.column"
+// (pg_stat_io and pg_stat_statements summed over their rows). A counter
+// the server does not have is absent from the map.
+type Snapshot struct {
+	At       time.Time          `json:"at"`
+	Counters map[string]float64 `json:"counters"`
+}
+
+// source is one view and the counters wanted from it.
+type source struct {
+	view    string
+	columns []string
+	// from is the FROM/WHERE text; sum says the columns are summed over rows.
+	from string
+	sum  bool
+}
+
+var sources = []source{
+	{view: "pg_stat_database", from: "pg_stat_database WHERE datname = current_database()", columns: []string{
+		"xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned", "tup_fetched",
+		"tup_inserted", "tup_updated", "tup_deleted", "conflicts", "temp_files", "temp_bytes", "deadlocks",
+		"blk_read_time", "blk_write_time", "session_time", "active_time", "idle_in_transaction_time",
+		"sessions", "sessions_abandoned", "sessions_fatal", "sessions_killed"}},
+	{view: "pg_stat_wal", from: "pg_stat_wal", columns: []string{
+		"wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full", "wal_write", "wal_sync",
+		"wal_write_time", "wal_sync_time"}},
+	{view: "pg_stat_bgwriter", from: "pg_stat_bgwriter", columns: []string{
+		"checkpoints_timed", "checkpoints_req", "checkpoint_write_time", "checkpoint_sync_time",
+		"buffers_checkpoint", "buffers_clean", "maxwritten_clean", "buffers_backend",
+		"buffers_backend_fsync", "buffers_alloc"}},
+	{view: "pg_stat_checkpointer", from: "pg_stat_checkpointer", columns: []string{
+		"num_timed", "num_requested", "write_time", "sync_time", "buffers_written"}},
+	{view: "pg_stat_io", from: "pg_stat_io", sum: true, columns: []string{
+		"reads", "read_time", "writes", "write_time", "writebacks", "extends", "hits", "evictions",
+		"fsyncs", "fsync_time", "read_bytes", "write_bytes"}},
+	{view: "pg_stat_statements", from: "pg_stat_statements", sum: true, columns: []string{
+		"calls", "total_exec_time", "total_plan_time", "rows", "shared_blks_hit", "shared_blks_read",
+		"shared_blks_dirtied", "shared_blks_written", "local_blks_read", "temp_blks_read",
+		"temp_blks_written", "blk_read_time", "blk_write_time", "shared_blk_read_time",
+		"shared_blk_write_time", "wal_records", "wal_fpi", "wal_bytes"}},
+}
+
+// Reader reads snapshots through one connection. The columns each view
+// has on this server are found once, from the catalog.
+type Reader struct {
+	c       target.Conn
+	query   string
+	keys    []string
+	Version int // server_version_num
+	// Missing lists the views this server does not have (or, for
+	// pg_stat_statements, that are not installed in this database).
+	Missing []string
+}
+
+// NewReader inspects the server and prepares the snapshot query.
+func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
+	r := &Reader{c: c}
+	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&r.Version); err != nil {
+		return nil, fmt.Errorf("read server version: %w", err)
+	}
+	var parts []string
+	for _, s := range sources {
+		have, err := viewColumns(ctx, c, s.view)
+		if err != nil {
+			return nil, err
+		}
+		var exprs []string
+		for _, col := range s.columns {
+			if !have[col] {
+				continue
+			}
+			e := "coalesce(" + col + ", 0)::float8"
+			if s.sum {
+				e = "coalesce(sum(" + col + "), 0)::float8"
+			}
+			exprs = append(exprs, e)
+			r.keys = append(r.keys, s.view+"."+col)
+		}
+		if len(exprs) == 0 {
+			r.Missing = append(r.Missing, s.view)
+			continue
+		}
+		// A view can be unreadable even where it exists (pg_stat_statements
+		// created but its library not preloaded): test it once.
+		q := "SELECT " + strings.Join(exprs, ", ") + " FROM " + s.from
+		if _, err := c.Exec(ctx, "SELECT 1 FROM ("+q+") x"); err != nil {
+			r.keys = r.keys[:len(r.keys)-len(exprs)]
+			r.Missing = append(r.Missing, s.view)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("(%s) s%d", q, len(parts)))
+	}
+	// One round trip per snapshot: every view in one row.
+	r.query = "SELECT * FROM " + strings.Join(parts, " CROSS JOIN ")
+	return r, hold(ctx, c)
+}
+
+// hold opens the collector's one long transaction. Each reading would
+// otherwise be a transaction of its own, counted in xact_commit with the
+// workload's; inside one, pg_stat_clear_snapshot() makes every reading
+// fresh. The transaction is read committed and assigns no transaction id,
+// so it holds back no vacuum horizon between readings.
+func hold(ctx context.Context, c target.Conn) error {
+	if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY"); err != nil {
+		return fmt.Errorf("begin statistics transaction: %w", err)
+	}
+	return nil
+}
+
+// fresh drops the statistics cached by the transaction.
+func fresh(ctx context.Context, c target.Conn) error {
+	if _, err := c.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+		return fmt.Errorf("clear statistics snapshot: %w", err)
+	}
+	return nil
+}
+
+// Close ends the reader's transaction (one commit in the statistics).
+func (r *Reader) Close(ctx context.Context) error { return r.c.Commit(ctx) }
+
+// viewColumns lists the columns a view has, in the connection's search path.
+func viewColumns(ctx context.Context, c target.Conn, view string) (map[string]bool, error) {
+	rows, err := c.Query(ctx, "SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped", view)
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", view, err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("inspect %s: %w", view, err)
+		}
+		have[n] = true
+	}
+	return have, rows.Err()
+}
+
+// Has reports whether the server has the counter "view.column".
+func (r *Reader) Has(key string) bool {
+	for _, k := range r.keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Read takes one snapshot.
+func (r *Reader) Read(ctx context.Context) (*Snapshot, error) {
+	vals := make([]float64, len(r.keys))
+	dest := make([]any, len(vals))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	if err := fresh(ctx, r.c); err != nil {
+		return nil, err
+	}
+	s := &Snapshot{At: time.Now(), Counters: make(map[string]float64, len(vals))}
+	if err := r.c.QueryRow(ctx, r.query).Scan(dest...); err != nil {
+		return nil, fmt.Errorf("read statistics: %w", err)
+	}
+	for i, k := range r.keys {
+		s.Counters[k] = vals[i]
+	}
+	return s, nil
+}

@@ -1,0 +1,160 @@
+package pgstat
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// sampleQuery reads the state of the other client sessions of this
+// database. An active session without a wait event is on CPU (or in code
+// PostgreSQL does not instrument: ASH calls that CPU too).
+const sampleQuery = `SELECT coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
+	FROM pg_stat_activity
+	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+	  AND backend_type = 'client backend'
+	GROUP BY 1, 2`
+
+type eventKey struct{ class, event string }
+
+// Sampler counts session states, like ASH, through its own connection.
+// It counts only while Counting is on (the measured window).
+type Sampler struct {
+	c        target.Conn
+	interval time.Duration
+
+	mu       sync.Mutex
+	counting bool
+	rounds   int64
+	active   int64
+	events   map[eventKey]int64
+	start    time.Time
+	elapsed  time.Duration
+	err      error
+}
+
+// NewSampler samples every interval through c, which it uses alone.
+func NewSampler(c target.Conn, interval time.Duration) *Sampler {
+	return &Sampler{c: c, interval: interval, events: map[eventKey]int64{}}
+}
+
+// Run samples until ctx ends, in one transaction (see hold).
+func (s *Sampler) Run(ctx context.Context) {
+	if err := hold(ctx, s.c); err != nil {
+		s.fail(err)
+		return
+	}
+	defer s.c.Commit(context.WithoutCancel(ctx))
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.sample(ctx); err != nil {
+				if ctx.Err() == nil {
+					s.fail(err)
+				}
+				return
+			}
+		}
+	}
+}
+
+func (s *Sampler) fail(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+}
+
+func (s *Sampler) sample(ctx context.Context) error {
+	if err := fresh(ctx, s.c); err != nil {
+		return err
+	}
+	rows, err := s.c.Query(ctx, sampleQuery)
+	if err != nil {
+		return fmt.Errorf("sample pg_stat_activity: %w", err)
+	}
+	defer rows.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counting := s.counting
+	if counting {
+		s.rounds++
+	}
+	for rows.Next() {
+		var k eventKey
+		var n int64
+		if err := rows.Scan(&k.class, &k.event, &n); err != nil {
+			return fmt.Errorf("sample pg_stat_activity: %w", err)
+		}
+		if k.class == "" {
+			k = eventKey{"CPU", "CPU"}
+		}
+		if counting {
+			s.events[k] += n
+			s.active += n
+		}
+	}
+	return rows.Err()
+}
+
+// Count turns counting on (the measured window starts) or off (it ends).
+func (s *Sampler) Count(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on && !s.counting {
+		s.start = time.Now()
+	}
+	if !on && s.counting {
+		s.elapsed += time.Since(s.start)
+	}
+	s.counting = on
+}
+
+// Result summarises what was counted: top events with their share of DB
+// time and average active sessions.
+func (s *Sampler) Result() (*result.Waits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &result.Waits{Source: "pg_stat_activity", IntervalMs: float64(s.interval) / float64(time.Millisecond),
+		Samples: s.rounds, ActiveSamples: s.active}
+	if s.rounds > 0 {
+		w.AvgActiveSessions = float64(s.active) / float64(s.rounds)
+	}
+	for k, n := range s.events {
+		e := result.WaitEvent{Class: k.class, Event: k.event, Samples: n}
+		if s.active > 0 {
+			e.PctDBTime = 100 * float64(n) / float64(s.active)
+		}
+		if s.rounds > 0 {
+			e.AvgActive = float64(n) / float64(s.rounds)
+		}
+		w.Events = append(w.Events, e)
+	}
+	sort.Slice(w.Events, func(i, j int) bool {
+		if w.Events[i].Samples != w.Events[j].Samples {
+			return w.Events[i].Samples > w.Events[j].Samples
+		}
+		return w.Events[i].Class+w.Events[i].Event < w.Events[j].Class+w.Events[j].Event
+	})
+	return w, s.err
+}
+
+// DBTime returns the sampled DB time and DB CPU of the window in seconds:
+// average active sessions (and those on CPU) × the window's length.
+func (s *Sampler) DBTime() (dbTime, cpu float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rounds == 0 {
+		return 0, 0
+	}
+	secs := s.elapsed.Seconds()
+	return float64(s.active) / float64(s.rounds) * secs, float64(s.events[eventKey{"CPU", "CPU"}]) / float64(s.rounds) * secs
+}

@@ -1,0 +1,74 @@
+package result
+
+// Profile is an AWR-style profile over the measured window: each line a
+// total, a rate per second and, for a load profile, a rate per
+// transaction. A line whose source the server lacks has nil figures and
+// says so: it is never shown as zero.
+type Profile struct {
+	Source       string        `json:"source"`       // for example "postgres 15.18"
+	Seconds      float64       `json:"seconds"`      // length of the window the deltas cover
+	Transactions float64       `json:"transactions"` // the per-transaction divisor: the database's commits + rollbacks
+	Lines        []ProfileLine `json:"lines"`
+}
+
+// ProfileLine is one line of a profile.
+type ProfileLine struct {
+	Name      string   `json:"name"`
+	Unit      string   `json:"unit"`
+	Total     *float64 `json:"total"`
+	PerSecond *float64 `json:"per_second"`
+	PerTx     *float64 `json:"per_tx,omitempty"`
+	Source    string   `json:"source"` // the view.column (or collector) it comes from
+	Note      string   `json:"note,omitempty"`
+}
+
+// Line returns the line called name, or nil.
+func (p *Profile) Line(name string) *ProfileLine {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Lines {
+		if p.Lines[i].Name == name {
+			return &p.Lines[i]
+		}
+	}
+	return nil
+}
+
+// Waits is the sampled session states of the measured window, as ASH
+// counts them: each sample of an active session is one unit of DB time.
+type Waits struct {
+	Source            string      `json:"source"`
+	IntervalMs        float64     `json:"interval_ms"`
+	Samples           int64       `json:"samples"` // sampling rounds in the window
+	ActiveSamples     int64       `json:"active_samples"`
+	AvgActiveSessions float64     `json:"avg_active_sessions"`
+	Events            []WaitEvent `json:"events"` // most sampled first
+}
+
+// WaitEvent is one wait event (or CPU) in the samples.
+type WaitEvent struct {
+	Class     string  `json:"class"` // wait_event_type, or "CPU" for active sessions not waiting
+	Event     string  `json:"event"`
+	Samples   int64   `json:"samples"`
+	PctDBTime float64 `json:"pct_db_time"`
+	AvgActive float64 `json:"avg_active"`
+}
+
+// Database is the database half of the disclosure.
+type Database struct {
+	Product    string `json:"product"`
+	Version    string `json:"version"`
+	VersionNum int    `json:"version_num,omitempty"`
+	// Settings holds every setting not at its default ("value unit
+	// [source]"); values that could hold secrets are redacted.
+	Settings         map[string]string `json:"settings"`
+	BlockSize        int64             `json:"block_size,omitempty"`
+	BufferCacheBytes int64             `json:"buffer_cache_bytes"`
+	DataBytes        int64             `json:"data_bytes"`
+	// DataToCache is data size / buffer cache size: below 1 the data set
+	// can be cached entirely, and a run says little about storage.
+	DataToCache float64  `json:"data_to_cache"`
+	Extensions  []string `json:"extensions,omitempty"`
+	Unavailable []string `json:"unavailable,omitempty"` // statistics views this server lacks
+}
