@@ -52,6 +52,10 @@ type Config struct {
 	// OnInterval, if set, receives every interval of the series as soon as
 	// it is closed, from the monitor goroutine.
 	OnInterval func(metrics.Interval)
+	// OnPhase, if set, is called from the monitor goroutine the moment a
+	// phase begins (Measure, Drain), so collectors can take their window
+	// snapshots at the window's edges. It must return quickly.
+	OnPhase func(phase int, at time.Time)
 	// StopGrace is how long sessions may take to finish their current
 	// transaction after the run stops before their statements are cancelled.
 	StopGrace time.Duration
@@ -202,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// window lasts what was asked to within timer precision.
 	phaseTimer := time.NewTimer(cfg.Warmup)
 	if cfg.Warmup <= 0 {
-		r.phase.Store(Measure)
+		m.setPhase(Measure, res.Start)
 		res.MeasureStart = res.Start
 		phaseTimer.Reset(cfg.Duration)
 	}
@@ -236,7 +240,7 @@ loop:
 			now := time.Now() // not the channel's value: both channels must agree on order
 			if r.phase.Load() == Warmup {
 				m.boundary(now)
-				r.phase.Store(Measure)
+				m.setPhase(Measure, now)
 				res.MeasureStart = now
 				m.measureCPU = processCPU()
 				phaseTimer.Reset(cfg.Duration)
@@ -301,6 +305,13 @@ func (m *monitor) tick(now time.Time) metrics.Interval {
 	return iv
 }
 
+func (m *monitor) setPhase(p int, at time.Time) {
+	m.r.phase.Store(int32(p))
+	if m.r.cfg.OnPhase != nil {
+		m.r.cfg.OnPhase(p, at)
+	}
+}
+
 // boundary closes the interval at a phase change, unless a tick has just
 // closed one: a sliver of an interval would only add noise to the series.
 func (m *monitor) boundary(now time.Time) {
@@ -323,7 +334,7 @@ func (m *monitor) stop(now time.Time, reason string) {
 			res.MeasureStart = now
 		}
 		res.MeasureCPU = processCPU().sub(m.measureCPU)
-		r.phase.Store(Drain)
+		m.setPhase(Drain, now)
 	}
 	r.stop.Store(true)
 	if reason != "" {

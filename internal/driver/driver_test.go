@@ -95,7 +95,11 @@ func sum(v []int64) (n int64) {
 }
 
 func TestRunCountsRetriesErrorsAndRollbacks(t *testing.T) {
-	res, err := Run(context.Background(), config("", nil))
+	cfg := config("", nil)
+	var phases []int
+	var at []time.Time
+	cfg.OnPhase = func(p int, t time.Time) { phases = append(phases, p); at = append(at, t) }
+	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +140,9 @@ func TestRunCountsRetriesErrorsAndRollbacks(t *testing.T) {
 	}
 	if res.Partial {
 		t.Errorf("complete run marked partial: %s", res.Reason)
+	}
+	if len(phases) != 2 || phases[0] != Measure || phases[1] != Drain || !at[0].Equal(res.MeasureStart) || !at[1].Equal(res.MeasureEnd) {
+		t.Errorf("phase callbacks %v at %v, window %v..%v", phases, at, res.MeasureStart, res.MeasureEnd)
 	}
 	if res.FirstErrors["sqlstate_23505"] == "" {
 		t.Error("no sample of the error class kept")

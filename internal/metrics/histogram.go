@@ -151,3 +151,44 @@ func (r *Recorder) Count() int64 { return r.p.TotalCount() }
 
 // Bytes is the memory the recorder's counts take.
 func (r *Recorder) Bytes() int { return r.p.GetMemorySize() }
+
+// Bucket is one power-of-two bucket of a latency histogram: the values
+// below UpTo microseconds and at or above the previous bucket's bound, the
+// way wait-event histograms are printed (<1 µs, <2 µs, <4 µs, ...).
+type Bucket struct {
+	UpToMicros int64   `json:"lt_us"`
+	Count      int64   `json:"count"`
+	Pct        float64 `json:"pct"`
+}
+
+// Log2Buckets folds h into power-of-two microsecond buckets, from the first
+// non-empty one to the last. HdrHistogram's own buckets never straddle a
+// power of two, so the folding is exact.
+func Log2Buckets(h *Histogram) []Bucket {
+	total := h.Count()
+	if total == 0 {
+		return nil
+	}
+	var out []Bucket
+	for _, bar := range h.h.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		upTo := int64(1)
+		for upTo <= bar.From {
+			upTo <<= 1
+		}
+		if len(out) == 0 || out[len(out)-1].UpToMicros < upTo {
+			// Open the empty buckets between, so gaps show.
+			for len(out) > 0 && out[len(out)-1].UpToMicros*2 < upTo {
+				out = append(out, Bucket{UpToMicros: out[len(out)-1].UpToMicros * 2})
+			}
+			out = append(out, Bucket{UpToMicros: upTo})
+		}
+		out[len(out)-1].Count += bar.Count
+	}
+	for i := range out {
+		out[i].Pct = 100 * float64(out[i].Count) / float64(total)
+	}
+	return out
+}

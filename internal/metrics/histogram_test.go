@@ -120,3 +120,24 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	})
 }
+
+func TestLog2Buckets(t *testing.T) {
+	h := NewHistogram()
+	for _, us := range []int{1, 3, 3, 5, 7, 100, 130, 4000} {
+		h.Record(time.Duration(us) * time.Microsecond)
+	}
+	got := Log2Buckets(h)
+	want := []Bucket{{2, 1, 12.5}, {4, 2, 25}, {8, 2, 25}, {16, 0, 0}, {32, 0, 0}, {64, 0, 0}, {128, 1, 12.5},
+		{256, 1, 12.5}, {512, 0, 0}, {1024, 0, 0}, {2048, 0, 0}, {4096, 1, 12.5}}
+	if len(got) != len(want) {
+		t.Fatalf("buckets %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bucket %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if Log2Buckets(NewHistogram()) != nil {
+		t.Error("buckets of an empty histogram")
+	}
+}
