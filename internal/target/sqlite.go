@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver (pure Go, no cgo)
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver (pure Go, no cgo)
 )
 
 // sqliteDefaults are applied unless the URL sets them: WAL lets readers run
@@ -49,6 +50,8 @@ func openSQLite(raw string) (*Target, error) {
 	}
 	t := &Target{Dialect: SQLite, URL: "sqlite://" + path, Path: path, Settings: settings, close: db.Close}
 	writer := &sync.Mutex{}
+	counters := &engineCounters{}
+	t.counters = counters.snapshot
 	t.connect = func(ctx context.Context) (Conn, error) {
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -65,7 +68,7 @@ func openSQLite(raw string) (*Target, error) {
 			c.Close()
 			return nil, err
 		}
-		return &sqliteConn{c: c, stmts: map[string]*sql.Stmt{}, writer: writer}, nil
+		return &sqliteConn{c: c, stmts: map[string]*sql.Stmt{}, writer: writer, counters: counters}, nil
 	}
 	return t, nil
 }
@@ -80,8 +83,9 @@ type sqliteConn struct {
 	// tail; connections of this process queue on a mutex instead and take
 	// the lock as soon as it is free. Other processes still meet the busy
 	// timeout.
-	writer  *sync.Mutex
-	writing bool
+	writer   *sync.Mutex
+	writing  bool
+	counters *engineCounters
 	// inTx is set between BEGIN and its end: Close must end a transaction
 	// left open, because the connection goes back to database/sql's pool,
 	// where an open write transaction would hold SQLite's lock forever.
@@ -190,6 +194,7 @@ func (s *sqliteConn) Commit(ctx context.Context) error {
 	}
 	s.inTx = false
 	s.release()
+	s.collect()
 	return err
 }
 
@@ -197,7 +202,40 @@ func (s *sqliteConn) Rollback(ctx context.Context) error {
 	_, err := s.Exec(ctx, "ROLLBACK")
 	s.inTx = false
 	s.release()
+	s.collect()
 	return err
+}
+
+// engineCounters add up SQLite's page cache counters over every
+// connection of a target. SQLite keeps them per connection in 32-bit
+// integers; each connection hands its counts over (and resets them) at the
+// end of every transaction, so none wraps and the sum is the target's.
+type engineCounters struct {
+	hit, miss, write atomic.Int64
+}
+
+// cacheOps are read in the order of engineCounters' fields.
+var cacheOps = [...]sqlite.DBStatusOp{sqlite.DBStatusCacheHit, sqlite.DBStatusCacheMiss, sqlite.DBStatusCacheWrite}
+
+func (e *engineCounters) snapshot() map[string]float64 {
+	return map[string]float64{"sqlite.cache_hit": float64(e.hit.Load()), "sqlite.cache_miss": float64(e.miss.Load()),
+		"sqlite.cache_write": float64(e.write.Load())}
+}
+
+// collect hands this connection's cache counts to the target's sum.
+func (s *sqliteConn) collect() {
+	s.c.Raw(func(dc any) error {
+		st, ok := dc.(sqlite.DBStatus)
+		if !ok {
+			return nil
+		}
+		for i, dst := range []*atomic.Int64{&s.counters.hit, &s.counters.miss, &s.counters.write} {
+			if cur, _, err := st.Status(cacheOps[i], true); err == nil {
+				dst.Add(int64(cur))
+			}
+		}
+		return nil
+	})
 }
 
 // sqliteMaxVars stays under SQLite's default limit of bound parameters.

@@ -115,3 +115,32 @@ func TestSQLiteFailedCommitReleases(t *testing.T) {
 		t.Errorf("the failed transaction's row is visible: %d", n)
 	}
 }
+
+// Page cache counters of every connection add up on the target.
+func TestSQLiteEngineCounters(t *testing.T) {
+	tg := openTemp(t)
+	ctx := context.Background()
+	c, _ := tg.Connect(ctx)
+	defer c.Close()
+	c.Exec(ctx, "CREATE TABLE t (x int PRIMARY KEY, pad text)")
+	c.Begin(ctx, ReadWrite)
+	for i := range 2000 {
+		c.Exec(ctx, "INSERT INTO t VALUES ($1, $2)", i, "padding padding padding padding padding")
+	}
+	c.Commit(ctx)
+	before := tg.EngineCounters()
+	c.Begin(ctx, ReadOnly)
+	var n int64
+	c.QueryRow(ctx, "SELECT count(*) FROM t WHERE pad <> ''").Scan(&n)
+	c.Rollback(ctx)
+	after := tg.EngineCounters()
+	if before["sqlite.cache_write"] == 0 {
+		t.Errorf("writing 2000 rows wrote no page: %v", before)
+	}
+	if after["sqlite.cache_hit"] <= before["sqlite.cache_hit"] {
+		t.Errorf("a full scan hit no cached page: %v -> %v", before, after)
+	}
+	if tgp, _ := Open("postgres://u@h/db"); tgp.EngineCounters() != nil {
+		t.Error("a server target reports engine counters")
+	}
+}

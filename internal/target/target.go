@@ -101,8 +101,19 @@ type Target struct {
 	// pragmas), for the run's disclosure.
 	Settings map[string]string
 
-	connect func(ctx context.Context) (Conn, error)
-	close   func() error
+	connect  func(ctx context.Context) (Conn, error)
+	close    func() error
+	counters func() map[string]float64
+}
+
+// EngineCounters returns cumulative counters that the client side keeps
+// for an embedded engine (SQLite's page cache hits, misses and writes over
+// all connections), keyed "sqlite.NAME"; nil for a server.
+func (t *Target) EngineCounters() map[string]float64 {
+	if t.counters == nil {
+		return nil
+	}
+	return t.counters()
 }
 
 // Open parses a target URL. An empty URL means DefaultURL.
