@@ -236,6 +236,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
 	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
+	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
+	fs.DurationVar(&o.Collect.Interval, "interval", time.Second, "collectors: read database and OS counters every interval")
+	fs.DurationVar(&o.Collect.WaitInterval, "wait-interval", 100*time.Millisecond, "collectors: sample session states every interval")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

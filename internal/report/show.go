@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
 
@@ -54,6 +55,22 @@ func Text(w io.Writer, r *result.Run) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, f := range []func() error{
+		func() error { return profileText(w, "load profile", r.LoadProfile, true) },
+		func() error { return profileText(w, "io profile", r.IOProfile, false) },
+		func() error { return waitsText(w, r.Waits) },
+		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	if len(r.Warnings) > 0 {
+		p.f("\n  warnings:\n")
+		for _, x := range r.Warnings {
+			p.f("    %s\n", x)
+		}
+	}
 	if len(r.ErrorSamples) > 0 {
 		p.f("\n  first error of each class:\n")
 		for _, k := range sortedKeys(r.ErrorSamples) {
@@ -63,11 +80,29 @@ func Text(w io.Writer, r *result.Run) error {
 	return p.err
 }
 
+// jsonSummary is the summary object: the headline figures, then the
+// sections the collectors filled.
+type jsonSummary struct {
+	result.Summary
+	LoadProfile *result.Profile  `json:"load_profile,omitempty"`
+	IOProfile   *result.Profile  `json:"io_profile,omitempty"`
+	Waits       *result.Waits    `json:"waits,omitempty"`
+	CommitHist  []metrics.Bucket `json:"commit_histogram,omitempty"`
+	Warnings    []string         `json:"warnings,omitempty"`
+}
+
 // JSON writes the summary object of a run.
 func JSON(w io.Writer, r *result.Run) error {
+	s := jsonSummary{Summary: r.Summarize(), LoadProfile: r.LoadProfile, IOProfile: r.IOProfile,
+		CommitHist: commitBuckets(r), Warnings: r.Warnings}
+	if r.Waits != nil {
+		ws := *r.Waits
+		ws.Events = ws.Events[:min(len(ws.Events), topWaits)]
+		s.Waits = &ws
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r.Summarize())
+	return enc.Encode(s)
 }
 
 func classes(m map[string]int64) string {

@@ -43,8 +43,18 @@ func sample(t *testing.T) *result.Run {
 		Errors:       map[string]int64{"deadlock": 2},
 		ErrorSamples: map[string]string{"deadlock": "ERROR: deadlock detected (SQLSTATE 40P01)"},
 		Statements:   100000,
+		LoadProfile: &result.Profile{Source: "postgres 15.18", Seconds: 60, Transactions: 5300, Lines: []result.ProfileLine{
+			{Name: "DB time", Unit: "s", Total: f(120), PerSecond: f(2), PerTx: f(120.0 / 5300), Source: "pg_stat_database.active_time"},
+			{Name: "Block changes", Unit: "blocks", Source: "not available", Note: "needs pg_stat_statements.shared_blks_dirtied"},
+		}},
+		Waits: &result.Waits{Source: "pg_stat_activity", IntervalMs: 100, Samples: 600, ActiveSamples: 1200, AvgActiveSessions: 2,
+			Events: []result.WaitEvent{{Class: "CPU", Event: "CPU", Samples: 900, PctDBTime: 75, AvgActive: 1.5},
+				{Class: "IO", Event: "WALSync", Samples: 300, PctDBTime: 25, AvgActive: 0.5}}},
+		Warnings: []string{"no warm-up: the measured window starts with cold caches and connections"},
 	}
 }
+
+func f(v float64) *float64 { return &v }
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()

@@ -72,3 +72,16 @@ type Database struct {
 	Extensions  []string `json:"extensions,omitempty"`
 	Unavailable []string `json:"unavailable,omitempty"` // statistics views this server lacks
 }
+
+// DBInterval is one interval of the database's own counters, per second.
+type DBInterval struct {
+	At          float64  `json:"t"` // seconds from the start of the run to the end of the interval
+	Seconds     float64  `json:"s"`
+	Commits     float64  `json:"commits_per_s"`
+	Rollbacks   float64  `json:"rollbacks_per_s"`
+	LogicalRead float64  `json:"logical_reads_per_s"`
+	Reads       float64  `json:"physical_reads_per_s"` // engine reads (may be page-cache hits)
+	RowsChanged float64  `json:"rows_changed_per_s"`
+	WALBytes    *float64 `json:"wal_bytes_per_s,omitempty"`
+	ActiveTime  *float64 `json:"db_time_per_s,omitempty"` // seconds of DB time per second: average active sessions
+}

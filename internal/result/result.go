@@ -50,6 +50,19 @@ type Run struct {
 	// Every phase, so that counts can be reconciled with the database.
 	Phases map[string]Phase   `json:"phases"`
 	Series []metrics.Interval `json:"series"`
+
+	// What the collectors saw (absent when they did not run).
+	Disclosure  *Disclosure  `json:"disclosure,omitempty"`
+	Warnings    []string     `json:"warnings,omitempty"` // preflight: what may have disturbed the run
+	LoadProfile *Profile     `json:"load_profile,omitempty"`
+	IOProfile   *Profile     `json:"io_profile,omitempty"`
+	Waits       *Waits       `json:"waits,omitempty"`
+	DBSeries    []DBInterval `json:"db_series,omitempty"`
+}
+
+// Disclosure is what the run was done on, beyond the basic host facts.
+type Disclosure struct {
+	Database *Database `json:"database,omitempty"`
 }
 
 type Tool struct {

@@ -39,6 +39,7 @@ type RunOptions struct {
 	Command []string
 	// StopGrace overrides how long sessions may finish after a stop.
 	StopGrace time.Duration
+	Collect   CollectOptions
 }
 
 func (o *RunOptions) validate() error {
@@ -100,8 +101,23 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 
+	if o.Collect.Interval <= 0 {
+		o.Collect.Interval = time.Second
+	}
+	if o.Collect.WaitInterval <= 0 {
+		o.Collect.WaitInterval = 100 * time.Millisecond
+	}
+	ob, err := observe(ctx, t, o.Collect)
+	if err != nil {
+		return err
+	}
+	defer ob.close()
+
 	w := o.Workload
 	r := describe(o, t, serverVersion)
+	if o.Warmup == 0 {
+		r.Warnings = append(r.Warnings, "no warm-up: the measured window starts with cold caches and connections")
+	}
 	journal, err := result.OpenJournal(o.Out, r)
 	if err != nil {
 		return err
@@ -123,6 +139,7 @@ func Run(ctx context.Context, o RunOptions) error {
 				s.Elapsed.Round(time.Second), total, s.Phase, s.TPS, float64(s.P95)/1e6, s.Errors))
 		},
 		OnInterval: func(iv metrics.Interval) { journal.Append(iv) },
+		OnPhase:    ob.phase,
 	})
 	p.clear()
 	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
@@ -130,6 +147,9 @@ func Run(ctx context.Context, o RunOptions) error {
 		return runErr
 	}
 	if err := measure(r, w.TxTypes(), res); err != nil {
+		return err
+	}
+	if err := ob.finish(r); err != nil {
 		return err
 	}
 	if err := result.Write(o.Out, r, t.secret); err != nil {

@@ -23,8 +23,12 @@ func openPostgres(raw string) (*Target, error) {
 	// the cheapest way for the driver to send the same statements again.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 	t := &Target{Dialect: Postgres, URL: Redact(raw)}
-	t.connect = func(ctx context.Context) (Conn, error) {
-		c, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	t.connect = func(ctx context.Context, app string) (Conn, error) {
+		cc := cfg.Copy()
+		if app != "" {
+			cc.RuntimeParams["application_name"] = app
+		}
+		c, err := pgx.ConnectConfig(ctx, cc)
 		if err != nil {
 			return nil, errors.New(connectMessage(err))
 		}

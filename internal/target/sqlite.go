@@ -52,7 +52,7 @@ func openSQLite(raw string) (*Target, error) {
 	writer := &sync.Mutex{}
 	counters := &engineCounters{}
 	t.counters = counters.snapshot
-	t.connect = func(ctx context.Context) (Conn, error) {
+	t.connect = func(ctx context.Context, _ string) (Conn, error) {
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err

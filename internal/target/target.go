@@ -101,7 +101,7 @@ type Target struct {
 	// pragmas), for the run's disclosure.
 	Settings map[string]string
 
-	connect  func(ctx context.Context) (Conn, error)
+	connect  func(ctx context.Context, app string) (Conn, error)
 	close    func() error
 	counters func() map[string]float64
 }
@@ -136,9 +136,15 @@ func Open(raw string) (*Target, error) {
 	return nil, fmt.Errorf("target %q: unknown scheme %q: use postgres://USER@HOST:PORT/DB, sqlite://PATH or --managed postgres", Redact(raw), scheme)
 }
 
-// Connect opens one new connection.
-func (t *Target) Connect(ctx context.Context) (Conn, error) {
-	c, err := t.connect(ctx)
+// Connect opens one new connection for a session.
+func (t *Target) Connect(ctx context.Context) (Conn, error) { return t.ConnectNamed(ctx, "") }
+
+// ConnectNamed opens a connection that tells the server it is app (its
+// application_name, where the dialect has one), so the collectors'
+// connections can be told from the sessions'. "" keeps the default,
+// "dbparity", or what the URL set.
+func (t *Target) ConnectNamed(ctx context.Context, app string) (Conn, error) {
+	c, err := t.connect(ctx, app)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", t.URL, err)
 	}

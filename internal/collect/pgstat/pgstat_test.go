@@ -173,7 +173,7 @@ func TestSamplerSeesLockWait(t *testing.T) {
 		done <- err
 	}()
 
-	s := NewSampler(connect(t, inst), 20*time.Millisecond)
+	s := NewSampler(connect(t, inst), 20*time.Millisecond, "collector")
 	sctx, stop := context.WithCancel(ctx)
 	go s.Run(sctx)
 	time.Sleep(200 * time.Millisecond) // not counted

@@ -139,8 +139,8 @@ func IOProfile(source string, d map[string]float64, seconds, blockSize float64) 
 		{"Device writes", "requests", []alt{a("/proc/diskstats", 1, ExtraDevWrites)}, false},
 		{"Device read", "MB", []alt{a("/proc/diskstats", 1, ExtraDevReadMB)}, false},
 		{"Device write", "MB", []alt{a("/proc/diskstats", 1, ExtraDevWriteMB)}, false},
-		{"Read I/O time", "ms", []alt{a("needs track_io_timing", 1, "pg_stat_database.blk_read_time")}, false},
-		{"Write I/O time", "ms", []alt{a("needs track_io_timing", 1, "pg_stat_database.blk_write_time")}, false},
+		{"Read I/O time", "ms", []alt{a("needs track_io_timing = on", 1, "pg_stat_database.blk_read_time")}, false},
+		{"Write I/O time", "ms", []alt{a("needs track_io_timing = on", 1, "pg_stat_database.blk_write_time")}, false},
 	}
 	p := result.Profile{Source: source, Seconds: seconds}
 	for _, l := range defs {
@@ -182,5 +182,8 @@ func build(l lineDef, d map[string]float64, seconds, txs float64) result.Profile
 	}
 	pl.Source = "not available"
 	pl.Note = fmt.Sprintf("needs %s", strings.Join(tried, ", or "))
+	if len(l.alts) == 1 && l.alts[0].note != "" && strings.HasPrefix(l.alts[0].note, "needs") {
+		pl.Note = l.alts[0].note
+	}
 	return pl
 }

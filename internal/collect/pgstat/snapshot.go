@@ -71,9 +71,14 @@ type Reader struct {
 	Missing []string
 }
 
-// NewReader inspects the server and prepares the snapshot query.
+// NewReader inspects the server and prepares the snapshot query. From
+// here on the connection stays in the reader's transaction (see hold)
+// until Close.
 func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
 	r := &Reader{c: c}
+	if err := hold(ctx, c); err != nil {
+		return nil, err
+	}
 	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&r.Version); err != nil {
 		return nil, fmt.Errorf("read server version: %w", err)
 	}
@@ -102,7 +107,7 @@ func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
 		// A view can be unreadable even where it exists (pg_stat_statements
 		// created but its library not preloaded): test it once.
 		q := "SELECT " + strings.Join(exprs, ", ") + " FROM " + s.from
-		if _, err := c.Exec(ctx, "SELECT 1 FROM ("+q+") x"); err != nil {
+		if err := try(ctx, c, "SELECT 1 FROM ("+q+") x"); err != nil {
 			r.keys = r.keys[:len(r.keys)-len(exprs)]
 			r.Missing = append(r.Missing, s.view)
 			continue
@@ -111,7 +116,21 @@ func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
 	}
 	// One round trip per snapshot: every view in one row.
 	r.query = "SELECT * FROM " + strings.Join(parts, " CROSS JOIN ")
-	return r, hold(ctx, c)
+	return r, nil
+}
+
+// try runs q inside a savepoint, so that its failure does not end the
+// reader's transaction.
+func try(ctx context.Context, c target.Conn, q string) error {
+	if _, err := c.Exec(ctx, "SAVEPOINT probe"); err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, q); err != nil {
+		c.Exec(ctx, "ROLLBACK TO SAVEPOINT probe")
+		return err
+	}
+	_, err := c.Exec(ctx, "RELEASE SAVEPOINT probe")
+	return err
 }
 
 // hold opens the collector's one long transaction. Each reading would

@@ -12,12 +12,13 @@ import (
 )
 
 // sampleQuery reads the state of the other client sessions of this
-// database. An active session without a wait event is on CPU (or in code
-// PostgreSQL does not instrument: ASH calls that CPU too).
+// database, but those of the application named $1 (the collectors). An
+// active session without a wait event is on CPU (or in code PostgreSQL
+// does not instrument: ASH calls that CPU too).
 const sampleQuery = `SELECT coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
 	FROM pg_stat_activity
 	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
-	  AND backend_type = 'client backend'
+	  AND backend_type = 'client backend' AND application_name <> $1
 	GROUP BY 1, 2`
 
 type eventKey struct{ class, event string }
@@ -27,6 +28,7 @@ type eventKey struct{ class, event string }
 type Sampler struct {
 	c        target.Conn
 	interval time.Duration
+	exclude  string
 
 	mu       sync.Mutex
 	counting bool
@@ -38,9 +40,10 @@ type Sampler struct {
 	err      error
 }
 
-// NewSampler samples every interval through c, which it uses alone.
-func NewSampler(c target.Conn, interval time.Duration) *Sampler {
-	return &Sampler{c: c, interval: interval, events: map[eventKey]int64{}}
+// NewSampler samples every interval through c, which it uses alone,
+// leaving out the sessions of application exclude.
+func NewSampler(c target.Conn, interval time.Duration, exclude string) *Sampler {
+	return &Sampler{c: c, interval: interval, exclude: exclude, events: map[eventKey]int64{}}
 }
 
 // Run samples until ctx ends, in one transaction (see hold).
@@ -77,7 +80,7 @@ func (s *Sampler) sample(ctx context.Context) error {
 	if err := fresh(ctx, s.c); err != nil {
 		return err
 	}
-	rows, err := s.c.Query(ctx, sampleQuery)
+	rows, err := s.c.Query(ctx, sampleQuery, s.exclude)
 	if err != nil {
 		return fmt.Errorf("sample pg_stat_activity: %w", err)
 	}

@@ -1,0 +1,255 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/collect/pgstat"
+	"github.com/dbparity/dbparity/internal/collect/sqlitestat"
+	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// observer runs the collectors of one run beside the driver: database
+// counters every interval and at the edges of the measured window, wait
+// sampling, and the disclosure and preflight before the run. Collectors
+// have their own connections, never the sessions'.
+type observer struct {
+	t        *opened
+	interval time.Duration
+	start    time.Time // the run's start, for the series' time axis
+
+	mu       sync.Mutex // guards the statistics connection and what follows
+	pg       *pgstat.Reader
+	prev     *pgstat.Snapshot
+	winStart *pgstat.Snapshot
+	winEnd   *pgstat.Snapshot
+	engStart map[string]float64 // SQLite engine counters at the window's edges
+	engEnd   map[string]float64
+	series   []result.DBInterval
+	errs     []error
+
+	sampler  *pgstat.Sampler
+	conns    []target.Conn
+	cancel   context.CancelFunc
+	done     sync.WaitGroup
+	database *result.Database
+	warnings []string
+}
+
+// CollectOptions set what is collected during a run.
+type CollectOptions struct {
+	Off          bool          // --collect=false: no collectors (to measure their overhead)
+	Interval     time.Duration // --interval: counters and the OS every interval
+	WaitInterval time.Duration // --wait-interval: session state sampling
+}
+
+func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error) {
+	ob := &observer{t: t, interval: o.Interval, start: time.Now()}
+	if o.Off {
+		return ob, nil
+	}
+	switch t.Dialect {
+	case target.Postgres:
+		if err := ob.startPostgres(ctx, o); err != nil {
+			ob.close()
+			return nil, err
+		}
+	case target.SQLite:
+		c, err := t.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		if ob.database, err = sqlitestat.Describe(ctx, c, t.Path); err != nil {
+			return nil, err
+		}
+	}
+	return ob, nil
+}
+
+// collectorApp is the application_name of the collectors' connections.
+const collectorApp = "dbparity-collector"
+
+func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
+	c, err := ob.t.ConnectNamed(ctx, collectorApp)
+	if err != nil {
+		return err
+	}
+	ob.conns = append(ob.conns, c)
+	if ob.pg, err = pgstat.NewReader(ctx, c); err != nil {
+		return err
+	}
+	if ob.warnings, err = pgstat.Preflight(ctx, c); err != nil {
+		return err
+	}
+	// Describe inside the reader's transaction: its queries are not counted.
+	if ob.database, err = pgstat.Describe(ctx, c, ob.pg.Missing); err != nil {
+		return err
+	}
+	sc, err := ob.t.ConnectNamed(ctx, collectorApp)
+	if err != nil {
+		return err
+	}
+	ob.conns = append(ob.conns, sc)
+	ob.sampler = pgstat.NewSampler(sc, o.WaitInterval, collectorApp)
+	if ob.prev, err = ob.pg.Read(ctx); err != nil {
+		return err
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ob.cancel = cancel
+	ob.done.Add(2)
+	go func() { defer ob.done.Done(); ob.sampler.Run(bg) }()
+	go func() { defer ob.done.Done(); ob.tick(bg) }()
+	return nil
+}
+
+// tick reads the counters every interval for the series.
+func (ob *observer) tick(ctx context.Context) {
+	t := time.NewTicker(ob.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ob.mu.Lock()
+			s, err := ob.pg.Read(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					ob.errs = append(ob.errs, err)
+				}
+				ob.mu.Unlock()
+				return
+			}
+			ob.series = append(ob.series, dbInterval(ob.prev, s, ob.start))
+			ob.prev = s
+			ob.mu.Unlock()
+		}
+	}
+}
+
+func dbInterval(a, b *pgstat.Snapshot, start time.Time) result.DBInterval {
+	d := pgstat.Delta(a, b)
+	secs := b.At.Sub(a.At).Seconds()
+	iv := result.DBInterval{At: b.At.Sub(start).Seconds(), Seconds: secs}
+	if secs <= 0 {
+		return iv
+	}
+	iv.Commits = d["pg_stat_database.xact_commit"] / secs
+	iv.Rollbacks = d["pg_stat_database.xact_rollback"] / secs
+	iv.LogicalRead = (d["pg_stat_database.blks_hit"] + d["pg_stat_database.blks_read"]) / secs
+	iv.Reads = d["pg_stat_database.blks_read"] / secs
+	iv.RowsChanged = (d["pg_stat_database.tup_inserted"] + d["pg_stat_database.tup_updated"] + d["pg_stat_database.tup_deleted"]) / secs
+	if v, ok := d["pg_stat_wal.wal_bytes"]; ok {
+		v /= secs
+		iv.WALBytes = &v
+	}
+	if v, ok := d["pg_stat_database.active_time"]; ok {
+		v = v / 1000 / secs
+		iv.ActiveTime = &v
+	}
+	return iv
+}
+
+// phase takes the window's snapshots; the driver calls it at the edges.
+func (ob *observer) phase(p int, _ time.Time) {
+	switch p {
+	case driver.Measure:
+		if ob.sampler != nil {
+			ob.sampler.Count(true)
+		}
+		ob.snapshot(&ob.winStart, &ob.engStart)
+	case driver.Drain:
+		if ob.sampler != nil {
+			ob.sampler.Count(false)
+		}
+		ob.snapshot(&ob.winEnd, &ob.engEnd)
+	}
+}
+
+func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64) {
+	*eng = ob.t.EngineCounters()
+	if ob.pg == nil {
+		return
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	s, err := ob.pg.Read(context.Background())
+	if err != nil {
+		ob.errs = append(ob.errs, err)
+		return
+	}
+	*pg = s
+}
+
+// finish stops the collectors and adds what they saw to r.
+func (ob *observer) finish(r *result.Run) error {
+	ob.close()
+	if ob.database == nil {
+		return nil // collectors off
+	}
+	r.Disclosure = &result.Disclosure{Database: ob.database}
+	r.Warnings = append(r.Warnings, ob.warnings...)
+	secs := r.MeasureEnd.Sub(r.MeasureStart).Seconds()
+	s := r.Summarize()
+	switch {
+	case ob.winStart != nil && ob.winEnd != nil:
+		d := pgstat.Delta(ob.winStart, ob.winEnd)
+		d[pgstat.ExtraClientStmt] = float64(r.Statements)
+		if ob.sampler != nil {
+			d[pgstat.ExtraASHDBTime], d[pgstat.ExtraASHCPU] = ob.sampler.DBTime()
+		}
+		if !strings.HasPrefix(ob.database.Settings["track_io_timing"], "on") {
+			// Off, the timings stay zero: not a measurement of zero.
+			delete(d, "pg_stat_database.blk_read_time")
+			delete(d, "pg_stat_database.blk_write_time")
+		}
+		src := "postgres " + ob.database.Version
+		lp := pgstat.LoadProfile(src, d, secs)
+		io := pgstat.IOProfile(src, d, secs, float64(ob.database.BlockSize))
+		r.LoadProfile, r.IOProfile = &lp, &io
+	case ob.engStart != nil && ob.engEnd != nil:
+		d := map[string]float64{}
+		for k, v := range ob.engEnd {
+			d[k] = v - ob.engStart[k]
+		}
+		lp := sqlitestat.LoadProfile(ob.database.Version, d, secs, float64(s.Commits+s.Rollbacks), float64(s.Rollbacks),
+			float64(r.Statements), r.Driver.CPUUserS+r.Driver.CPUSysS)
+		r.LoadProfile = &lp
+		ob.database.DataBytes = sqlitestat.FileBytes(ob.t.Path)
+		ob.database.Settings["wal_file_bytes"] = fmt.Sprint(sqlitestat.WALBytes(ob.t.Path))
+	}
+	if ob.sampler != nil {
+		w, err := ob.sampler.Result()
+		r.Waits = w
+		if err != nil {
+			ob.errs = append(ob.errs, err)
+		}
+	}
+	r.DBSeries = ob.series
+	if len(ob.errs) > 0 {
+		r.Warnings = append(r.Warnings, "collector: "+errors.Join(ob.errs...).Error())
+	}
+	return nil
+}
+
+func (ob *observer) close() {
+	if ob.cancel != nil {
+		ob.cancel()
+		ob.done.Wait()
+		ob.cancel = nil
+	}
+	if ob.pg != nil && len(ob.conns) > 0 {
+		ob.pg.Close(context.Background())
+	}
+	for _, c := range ob.conns {
+		c.Close()
+	}
+	ob.conns = nil
+}
