@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/metrics"
 )
 
@@ -62,7 +63,11 @@ type Run struct {
 
 // Disclosure is what the run was done on, beyond the basic host facts.
 type Disclosure struct {
-	Database *Database `json:"database,omitempty"`
+	Host disclose.HostInfo `json:"host"`
+	// Storage is the file system and device under the database's files,
+	// when they are on this host (SQLite, a managed server).
+	Storage  *disclose.StorageInfo `json:"storage,omitempty"`
+	Database *Database             `json:"database,omitempty"`
 }
 
 type Tool struct {

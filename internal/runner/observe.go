@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
 	"github.com/dbparity/dbparity/internal/collect/sqlitestat"
 	"github.com/dbparity/dbparity/internal/driver"
@@ -191,10 +192,14 @@ func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64) {
 // finish stops the collectors and adds what they saw to r.
 func (ob *observer) finish(r *result.Run) error {
 	ob.close()
+	// The platform is disclosed in every result, collectors on or off.
+	r.Disclosure = &result.Disclosure{Host: disclose.Host(disclose.Options{}), Database: ob.database}
+	if dir := ob.t.localDataDir(); dir != "" {
+		r.Disclosure.Storage = disclose.Storage(disclose.Options{}, dir)
+	}
 	if ob.database == nil {
 		return nil // collectors off
 	}
-	r.Disclosure = &result.Disclosure{Database: ob.database}
 	r.Warnings = append(r.Warnings, ob.warnings...)
 	secs := r.MeasureEnd.Sub(r.MeasureStart).Seconds()
 	s := r.Summarize()

@@ -131,6 +131,18 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	return &opened{Target: tg, managed: inst}, nil
 }
 
+// localDataDir is the directory of the database's files when they are on
+// this host: the SQLite file's, or a managed cluster's.
+func (o *opened) localDataDir() string {
+	switch {
+	case o.managed != nil:
+		return o.managed.DataDir
+	case o.Dialect == target.SQLite:
+		return filepath.Dir(o.Path)
+	}
+	return ""
+}
+
 func urlPassword(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
