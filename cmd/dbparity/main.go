@@ -239,6 +239,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
 	fs.DurationVar(&o.Collect.Interval, "interval", time.Second, "collectors: read database and OS counters every interval")
 	fs.DurationVar(&o.Collect.WaitInterval, "wait-interval", 100*time.Millisecond, "collectors: sample session states every interval")
+	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

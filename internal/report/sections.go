@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -117,4 +118,63 @@ func bar(pct float64) string {
 		b[i] = '#'
 	}
 	return string(b)
+}
+
+func osText(w io.Writer, o *result.OS) error {
+	if o == nil {
+		return nil
+	}
+	x := o.Window
+	p := &printer{w: w}
+	p.f("\n  os (measured window, %.1f s, %d CPUs)\n", x.IntervalS, x.NumCPU)
+	p.f("    cpu         user %.1f%%  nice %.1f%%  sys %.1f%%  iowait %.1f%%  irq %.1f%%  softirq %.1f%%  steal %.1f%%  idle %.1f%%\n",
+		x.CPUUserPct, x.CPUNicePct, x.CPUSystemPct, x.CPUIowaitPct, x.CPUIRQPct, x.CPUSoftIRQPct, x.CPUStealPct, x.CPUIdlePct)
+	server := "not on this host (--db-pid)"
+	if x.ServerCPUCores != nil {
+		server = fmt.Sprintf("%.2f cores (%.1f%%)", *x.ServerCPUCores, *x.ServerCPUPct)
+	}
+	p.f("    cpu used by dbparity %.2f cores (%.1f%%), database %s, other %.2f cores (%.1f%%)\n",
+		x.SelfCPUCores, x.SelfCPUPct, server, x.OtherCPUCores, x.OtherCPUPct)
+	p.f("    interrupts  %.0f/s   context switches %.0f/s   load %.2f %.2f %.2f   running %d blocked %d\n",
+		x.InterruptsPerS, x.ContextSwitchesPerS, x.Load1, x.Load5, x.Load15, x.ProcsRunning, x.ProcsBlocked)
+	if x.CPUPressure != nil || x.IOPressure != nil || x.MemoryPressure != nil {
+		p.f("    pressure    cpu %s   io %s   memory %s (stalled share of the window)\n",
+			pressure(x.CPUPressure), pressure(x.IOPressure), pressure(x.MemoryPressure))
+	}
+	p.f("    memory      used %.0f MB  cached %.0f MB (shared %.0f)  dirty %.0f MB  available %.0f MB of %.0f MB\n",
+		x.MemUsedMB, x.MemCachedMB, x.MemShmemMB, x.MemDirtyMB, x.MemAvailableMB, x.MemTotalMB)
+	if p.err != nil {
+		return p.err
+	}
+	p.f("    %-16s %9s %9s %8s %8s %10s %10s %7s %6s\n", "disk", "r/s", "w/s", "rMB/s", "wMB/s", "r_await ms", "w_await ms", "aqu-sz", "%util")
+	for _, d := range x.Disks {
+		if d.ReadsPerS+d.WritesPerS == 0 && d.Name != o.DataDevice {
+			continue
+		}
+		name := d.Name
+		if name == o.DataDevice {
+			name += " (data)"
+		}
+		p.f("    %-16s %9.1f %9.1f %8.2f %8.2f %10.2f %10.2f %7.2f %6.1f\n", name, d.ReadsPerS, d.WritesPerS,
+			d.ReadMBPerS, d.WriteMBPerS, d.RAwaitMs, d.WAwaitMs, d.AquSz, d.UtilPct)
+	}
+	p.f("    %-16s %9s %9s %8s %8s\n", "network", "rx pkt/s", "tx pkt/s", "rx MB/s", "tx MB/s")
+	for _, n := range x.Nets {
+		if n.RxPacketsPerS+n.TxPacketsPerS == 0 {
+			continue
+		}
+		p.f("    %-16s %9.0f %9.0f %8.2f %8.2f\n", n.Name, n.RxPacketsPerS, n.TxPacketsPerS, n.RxMBPerS, n.TxMBPerS)
+	}
+	return p.err
+}
+
+func pressure(p *ostat.PressureRates) string {
+	if p == nil {
+		return "n/a"
+	}
+	s := fmt.Sprintf("some %.1f%%", p.SomePct)
+	if p.FullPct != nil {
+		s += fmt.Sprintf(" full %.1f%%", *p.FullPct)
+	}
+	return s
 }

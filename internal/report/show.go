@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -60,6 +61,7 @@ func Text(w io.Writer, r *result.Run) error {
 		func() error { return profileText(w, "io profile", r.IOProfile, false) },
 		func() error { return waitsText(w, r.Waits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
+		func() error { return osText(w, r.OS) },
 	} {
 		if err := f(); err != nil {
 			return err
@@ -88,6 +90,7 @@ type jsonSummary struct {
 	IOProfile   *result.Profile  `json:"io_profile,omitempty"`
 	Waits       *result.Waits    `json:"waits,omitempty"`
 	CommitHist  []metrics.Bucket `json:"commit_histogram,omitempty"`
+	OS          *ostat.Rates     `json:"os,omitempty"` // the measured window
 	Warnings    []string         `json:"warnings,omitempty"`
 }
 
@@ -95,6 +98,9 @@ type jsonSummary struct {
 func JSON(w io.Writer, r *result.Run) error {
 	s := jsonSummary{Summary: r.Summarize(), LoadProfile: r.LoadProfile, IOProfile: r.IOProfile,
 		CommitHist: commitBuckets(r), Warnings: r.Warnings}
+	if r.OS != nil {
+		s.OS = &r.OS.Window
+	}
 	if r.Waits != nil {
 		ws := *r.Waits
 		ws.Events = ws.Events[:min(len(ws.Events), topWaits)]

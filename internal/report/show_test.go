@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -51,6 +52,14 @@ func sample(t *testing.T) *result.Run {
 			Events: []result.WaitEvent{{Class: "CPU", Event: "CPU", Samples: 900, PctDBTime: 75, AvgActive: 1.5},
 				{Class: "IO", Event: "WALSync", Samples: 300, PctDBTime: 25, AvgActive: 0.5}}},
 		Warnings: []string{"no warm-up: the measured window starts with cold caches and connections"},
+		OS: &result.OS{DataDevice: "nvme0n1", Window: ostat.Rates{IntervalS: 60, NumCPU: 8, CPUUserPct: 40, CPUSystemPct: 10,
+			CPUIowaitPct: 2, CPUStealPct: 1, CPUIdlePct: 47, CPUBusyPct: 53, InterruptsPerS: 20000, ContextSwitchesPerS: 80000,
+			Load1: 4.5, Load5: 4, Load15: 3, ProcsRunning: 5, SelfCPUCores: 0.8, SelfCPUPct: 10, ServerCPUCores: f(3.2),
+			ServerCPUPct: f(40), OtherCPUCores: 0.24, OtherCPUPct: 3,
+			IOPressure: &ostat.PressureRates{SomePct: 4.5, FullPct: f(1.5)},
+			Disks:      []ostat.DiskRates{{Name: "nvme0n1", ReadsPerS: 120, WritesPerS: 2400, ReadMBPerS: 0.94, WriteMBPerS: 30.5, RAwaitMs: 0.1, WAwaitMs: 0.04, AquSz: 0.2, UtilPct: 35}, {Name: "sdb"}},
+			Nets:       []ostat.NetRates{{Name: "eth0", RxPacketsPerS: 15000, TxPacketsPerS: 14000, RxMBPerS: 3.1, TxMBPerS: 12.4}},
+			MemTotalMB: 64000, MemUsedMB: 20000, MemCachedMB: 30000, MemShmemMB: 8000, MemDirtyMB: 120, MemAvailableMB: 40000}},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/disclose"
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 )
 
@@ -59,6 +60,17 @@ type Run struct {
 	IOProfile   *Profile     `json:"io_profile,omitempty"`
 	Waits       *Waits       `json:"waits,omitempty"`
 	DBSeries    []DBInterval `json:"db_series,omitempty"`
+	OS          *OS          `json:"os,omitempty"`
+}
+
+// OS is what the operating system's counters show: over the measured
+// window, and every interval of the run.
+type OS struct {
+	Window ostat.Rates   `json:"window"`
+	Series []ostat.Rates `json:"series,omitempty"`
+	// DataDevice is the block device under the database's files, when
+	// known: its figures feed the load profile's device lines.
+	DataDevice string `json:"data_device,omitempty"`
 }
 
 // Disclosure is what the run was done on, beyond the basic host facts.

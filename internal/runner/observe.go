@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/disclose"
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
 	"github.com/dbparity/dbparity/internal/collect/sqlitestat"
 	"github.com/dbparity/dbparity/internal/driver"
@@ -35,6 +36,14 @@ type observer struct {
 	series   []result.DBInterval
 	errs     []error
 
+	os             *ostat.Reader
+	osPrev         *ostat.Snapshot
+	osRunStart     *ostat.Snapshot
+	osStart, osEnd *ostat.Snapshot
+	osSeries       []ostat.Rates
+	warmupOtherCPU float64 // cores used by neither driver nor server during the warm-up
+	warmupMeasured bool
+
 	sampler  *pgstat.Sampler
 	conns    []target.Conn
 	cancel   context.CancelFunc
@@ -45,9 +54,10 @@ type observer struct {
 
 // CollectOptions set what is collected during a run.
 type CollectOptions struct {
-	Off          bool          // --collect=false: no collectors (to measure their overhead)
+	Off          bool          // --no-collect: no collectors (to measure their overhead)
 	Interval     time.Duration // --interval: counters and the OS every interval
 	WaitInterval time.Duration // --wait-interval: session state sampling
+	DBPID        int           // --db-pid: the server's main process, when it runs on this host
 }
 
 func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error) {
@@ -55,6 +65,17 @@ func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error
 	if o.Off {
 		return ob, nil
 	}
+	if o.DBPID == 0 && t.managed != nil {
+		o.DBPID = t.managed.PID
+	}
+	var err error
+	if ob.os, err = ostat.New(ostat.Options{ServerPID: o.DBPID}); err != nil {
+		return nil, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
+	}
+	if ob.osPrev, err = ob.os.Read(); err != nil {
+		return nil, fmt.Errorf("os collector: %w", err)
+	}
+	ob.osRunStart = ob.osPrev
 	switch t.Dialect {
 	case target.Postgres:
 		if err := ob.startPostgres(ctx, o); err != nil {
@@ -71,6 +92,7 @@ func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error
 			return nil, err
 		}
 	}
+	ob.run(ctx)
 	return ob, nil
 }
 
@@ -102,15 +124,23 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 	if ob.prev, err = ob.pg.Read(ctx); err != nil {
 		return err
 	}
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ob.cancel = cancel
-	ob.done.Add(2)
-	go func() { defer ob.done.Done(); ob.sampler.Run(bg) }()
-	go func() { defer ob.done.Done(); ob.tick(bg) }()
 	return nil
 }
 
-// tick reads the counters every interval for the series.
+// run starts the sampler and the interval ticker.
+func (ob *observer) run(ctx context.Context) {
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ob.cancel = cancel
+	if ob.sampler != nil {
+		ob.done.Add(1)
+		go func() { defer ob.done.Done(); ob.sampler.Run(bg) }()
+	}
+	ob.done.Add(1)
+	go func() { defer ob.done.Done(); ob.tick(bg) }()
+}
+
+// tick reads the counters every interval for the series. A collector
+// that fails stops; the others go on, and the failure becomes a warning.
 func (ob *observer) tick(ctx context.Context) {
 	t := time.NewTicker(ob.interval)
 	defer t.Stop()
@@ -120,16 +150,26 @@ func (ob *observer) tick(ctx context.Context) {
 			return
 		case <-t.C:
 			ob.mu.Lock()
-			s, err := ob.pg.Read(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
+			if ob.os != nil {
+				if s, err := ob.os.Read(); err != nil {
 					ob.errs = append(ob.errs, err)
+					ob.os = nil
+				} else {
+					ob.osSeries = append(ob.osSeries, ostat.Between(ob.osPrev, s))
+					ob.osPrev = s
 				}
-				ob.mu.Unlock()
-				return
 			}
-			ob.series = append(ob.series, dbInterval(ob.prev, s, ob.start))
-			ob.prev = s
+			if ob.pg != nil && ob.prev != nil {
+				if s, err := ob.pg.Read(ctx); err != nil {
+					if ctx.Err() == nil {
+						ob.errs = append(ob.errs, err)
+					}
+					ob.prev = nil
+				} else {
+					ob.series = append(ob.series, dbInterval(ob.prev, s, ob.start))
+					ob.prev = s
+				}
+			}
 			ob.mu.Unlock()
 		}
 	}
@@ -165,28 +205,83 @@ func (ob *observer) phase(p int, _ time.Time) {
 		if ob.sampler != nil {
 			ob.sampler.Count(true)
 		}
-		ob.snapshot(&ob.winStart, &ob.engStart)
+		ob.snapshot(&ob.winStart, &ob.engStart, &ob.osStart)
+		if ob.osStart != nil && ob.osStart.At.Sub(ob.osRunStart.At) > ob.interval/2 {
+			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, ob.osStart).OtherCPUCores
+			ob.warmupMeasured = true
+		}
 	case driver.Drain:
 		if ob.sampler != nil {
 			ob.sampler.Count(false)
 		}
-		ob.snapshot(&ob.winEnd, &ob.engEnd)
+		ob.snapshot(&ob.winEnd, &ob.engEnd, &ob.osEnd)
 	}
 }
 
-func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64) {
+func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64, os **ostat.Snapshot) {
 	*eng = ob.t.EngineCounters()
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	if ob.os != nil {
+		s, err := ob.os.Read()
+		if err != nil {
+			ob.errs = append(ob.errs, err)
+		}
+		*os = s
+	}
 	if ob.pg == nil {
 		return
 	}
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
 	s, err := ob.pg.Read(context.Background())
 	if err != nil {
 		ob.errs = append(ob.errs, err)
 		return
 	}
 	*pg = s
+}
+
+// osWindow fills r.OS and returns the OS figures the load profile uses
+// (totals over the window).
+func (ob *observer) osWindow(r *result.Run) map[string]float64 {
+	if ob.osStart == nil || ob.osEnd == nil {
+		return nil
+	}
+	w := ostat.Between(ob.osStart, ob.osEnd)
+	r.OS = &result.OS{Window: w, Series: ob.osSeries}
+	if st := r.Disclosure.Storage; st != nil && st.Device != nil {
+		r.OS.DataDevice = st.Device.Name
+		if st.Device.Parent != "" {
+			r.OS.DataDevice = st.Device.Parent
+		}
+	}
+	d := map[string]float64{}
+	secs := w.IntervalS
+	if w.ServerCPUCores != nil {
+		d[pgstat.ExtraServerCPU] = *w.ServerCPUCores * secs
+	}
+	found := false
+	for _, disk := range w.Disks {
+		// The device under the data when known; else every disk that is
+		// not a device-mapper or md device (those would count the same IO
+		// twice, once on the disk under them).
+		if r.OS.DataDevice != "" && disk.Name != r.OS.DataDevice {
+			continue
+		}
+		if r.OS.DataDevice == "" && (strings.HasPrefix(disk.Name, "dm-") || strings.HasPrefix(disk.Name, "md")) {
+			continue
+		}
+		found = true
+		d[pgstat.ExtraDevReads] += disk.ReadsPerS * secs
+		d[pgstat.ExtraDevWrites] += disk.WritesPerS * secs
+		d[pgstat.ExtraDevReadMB] += disk.ReadMBPerS * secs
+		d[pgstat.ExtraDevWriteMB] += disk.WriteMBPerS * secs
+	}
+	if !found {
+		for _, k := range []string{pgstat.ExtraDevReads, pgstat.ExtraDevWrites, pgstat.ExtraDevReadMB, pgstat.ExtraDevWriteMB} {
+			delete(d, k)
+		}
+	}
+	return d
 }
 
 // finish stops the collectors and adds what they saw to r.
@@ -201,11 +296,19 @@ func (ob *observer) finish(r *result.Run) error {
 		return nil // collectors off
 	}
 	r.Warnings = append(r.Warnings, ob.warnings...)
+	if ob.warmupMeasured && ob.warmupOtherCPU > 0.1 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf(
+			"other processes used %.2f cores during the warm-up (neither dbparity nor the database): they compete with the workload", ob.warmupOtherCPU))
+	}
 	secs := r.MeasureEnd.Sub(r.MeasureStart).Seconds()
 	s := r.Summarize()
+	osd := ob.osWindow(r)
 	switch {
 	case ob.winStart != nil && ob.winEnd != nil:
 		d := pgstat.Delta(ob.winStart, ob.winEnd)
+		for k, v := range osd {
+			d[k] = v
+		}
 		d[pgstat.ExtraClientStmt] = float64(r.Statements)
 		if ob.sampler != nil {
 			d[pgstat.ExtraASHDBTime], d[pgstat.ExtraASHCPU] = ob.sampler.DBTime()

@@ -79,6 +79,25 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 	if !r.Target.Managed || r.Target.Settings["fsync"] != "off" || r.Target.ServerVersion == "" {
 		t.Errorf("target disclosure %+v", r.Target)
 	}
+	if !strings.HasPrefix(r.Disclosure.Database.Settings["fsync"], "off") {
+		t.Errorf("database settings lack fsync=off: %v", r.Disclosure.Database.Settings)
+	}
+	// DB CPU from the managed server's processes, DB time from the server,
+	// waits sampled: the sessions were busy, so each must be seen.
+	for _, name := range []string{"DB time", "DB CPU", "DB time (sampled)", "WAL (redo) size"} {
+		if l := r.LoadProfile.Line(name); l == nil || l.Total == nil || *l.Total <= 0 {
+			t.Errorf("load profile %s: %+v", name, l)
+		}
+	}
+	if l := r.LoadProfile.Line("DB CPU"); l.Source != "os.server_cpu_s" {
+		t.Errorf("DB CPU of a managed server from %s, want its processes' CPU", l.Source)
+	}
+	if r.Waits == nil || r.Waits.Samples < 20 || len(r.Waits.Events) == 0 {
+		t.Errorf("waits %+v", r.Waits)
+	}
+	if r.OS.Window.ServerCPUCores == nil || *r.OS.Window.ServerCPUCores <= 0 {
+		t.Error("the managed server's CPU is not in the OS section")
+	}
 }
 
 // Sessions whose connections the server kills reconnect and go on; the

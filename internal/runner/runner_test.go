@@ -122,6 +122,22 @@ func runAndVerifyHook(t *testing.T, tg Target, beforeRun, afterRun func()) *resu
 	if r.Commit.Count != s.Commits {
 		t.Errorf("COMMIT histogram has %d values, %d transactions committed", r.Commit.Count, s.Commits)
 	}
+	// The collectors' sections.
+	if r.Disclosure == nil || r.Disclosure.Host.Kernel == "" || r.Disclosure.Storage == nil || r.Disclosure.Database == nil {
+		t.Fatalf("disclosure %+v", r.Disclosure)
+	}
+	if db := r.Disclosure.Database; db.BufferCacheBytes <= 0 || db.DataBytes <= 0 || db.Version == "" {
+		t.Errorf("database disclosure %+v", db)
+	}
+	if r.OS == nil || r.OS.Window.SelfCPUCores <= 0 || len(r.OS.Series) < 2 || r.OS.Window.CPUBusyPct <= 0 {
+		t.Errorf("os section %+v", r.OS)
+	}
+	if l := r.LoadProfile.Line("Logical reads"); l == nil || l.Total == nil || *l.Total <= 0 {
+		t.Errorf("load profile: logical reads %+v", l)
+	}
+	if l := r.LoadProfile.Line("Transactions"); l == nil || l.Total == nil || *l.Total <= 0 {
+		t.Errorf("load profile: transactions %+v", l)
+	}
 	return r
 }
 
