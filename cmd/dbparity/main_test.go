@@ -217,14 +217,18 @@ func TestInterruptWritesPartialResult(t *testing.T) {
 		t.Fatalf("show: %s", errs)
 	}
 	var s struct {
-		Partial   bool    `json:"partial"`
-		Reason    string  `json:"partial_reason"`
-		DurationS float64 `json:"duration_s"`
-		Commits   int64   `json:"commits"`
+		Partial   bool     `json:"partial"`
+		Reason    string   `json:"partial_reason"`
+		DurationS float64  `json:"duration_s"`
+		Commits   int64    `json:"commits"`
+		Warnings  []string `json:"warnings"`
 	}
 	json.Unmarshal([]byte(stdout), &s)
 	if !s.Partial || s.Reason != "interrupted" || s.DurationS < 2 || s.DurationS > 20 || s.Commits == 0 {
 		t.Errorf("summary after Ctrl-C: %+v", s)
+	}
+	if len(s.Warnings) == 0 || !strings.HasPrefix(s.Warnings[0], "no warm-up") {
+		t.Errorf("a run without warm-up is not flagged: %q", s.Warnings)
 	}
 	if code, out, _ := dbparity(t, dir, "check"); code != 0 {
 		t.Errorf("check after an interrupted run: exit %d\n%s", code, out)

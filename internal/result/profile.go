@@ -74,14 +74,17 @@ type Database struct {
 }
 
 // DBInterval is one interval of the database's own counters, per second.
+// A figure the database does not keep is absent.
 type DBInterval struct {
 	At          float64  `json:"t"` // seconds from the start of the run to the end of the interval
 	Seconds     float64  `json:"s"`
-	Commits     float64  `json:"commits_per_s"`
-	Rollbacks   float64  `json:"rollbacks_per_s"`
-	LogicalRead float64  `json:"logical_reads_per_s"`
-	Reads       float64  `json:"physical_reads_per_s"` // engine reads (may be page-cache hits)
-	RowsChanged float64  `json:"rows_changed_per_s"`
+	Commits     *float64 `json:"commits_per_s,omitempty"`
+	Rollbacks   *float64 `json:"rollbacks_per_s,omitempty"`
+	LogicalRead *float64 `json:"logical_reads_per_s,omitempty"`
+	Reads       *float64 `json:"physical_reads_per_s,omitempty"` // engine reads (may be page-cache hits)
+	Writes      *float64 `json:"physical_writes_per_s,omitempty"`
+	RowsChanged *float64 `json:"rows_changed_per_s,omitempty"`
 	WALBytes    *float64 `json:"wal_bytes_per_s,omitempty"`
-	ActiveTime  *float64 `json:"db_time_per_s,omitempty"` // seconds of DB time per second: average active sessions
+	WALFile     *float64 `json:"wal_file_bytes,omitempty"` // SQLite: size of the WAL file at the end of the interval
+	ActiveTime  *float64 `json:"db_time_per_s,omitempty"`  // seconds of DB time per second: average active sessions
 }

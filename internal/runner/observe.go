@@ -26,15 +26,17 @@ type observer struct {
 	interval time.Duration
 	start    time.Time // the run's start, for the series' time axis
 
-	mu       sync.Mutex // guards the statistics connection and what follows
-	pg       *pgstat.Reader
-	prev     *pgstat.Snapshot
-	winStart *pgstat.Snapshot
-	winEnd   *pgstat.Snapshot
-	engStart map[string]float64 // SQLite engine counters at the window's edges
-	engEnd   map[string]float64
-	series   []result.DBInterval
-	errs     []error
+	mu        sync.Mutex // guards the statistics connection and what follows
+	pg        *pgstat.Reader
+	prev      *pgstat.Snapshot
+	winStart  *pgstat.Snapshot
+	winEnd    *pgstat.Snapshot
+	engStart  map[string]float64 // SQLite engine counters at the window's edges
+	engEnd    map[string]float64
+	engPrev   map[string]float64 // and at the last tick
+	engPrevAt time.Time
+	series    []result.DBInterval
+	errs      []error
 
 	os             *ostat.Reader
 	osPrev         *ostat.Snapshot
@@ -60,7 +62,7 @@ type CollectOptions struct {
 	DBPID        int           // --db-pid: the server's main process, when it runs on this host
 }
 
-func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error) {
+func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*observer, error) {
 	ob := &observer{t: t, interval: o.Interval, start: time.Now()}
 	if o.Off {
 		return ob, nil
@@ -83,6 +85,7 @@ func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error
 			return nil, err
 		}
 	case target.SQLite:
+		ob.engPrev, ob.engPrevAt = t.EngineCounters(), time.Now()
 		c, err := t.Connect(ctx)
 		if err != nil {
 			return nil, err
@@ -91,6 +94,11 @@ func observe(ctx context.Context, t *opened, o CollectOptions) (*observer, error
 		if ob.database, err = sqlitestat.Describe(ctx, c, t.Path); err != nil {
 			return nil, err
 		}
+	}
+	if d := ob.database; testsIO && d != nil && d.BufferCacheBytes > 0 && d.DataToCache <= 1 {
+		ob.warnings = append(ob.warnings, fmt.Sprintf(
+			"the data (%d MB) fits in the database's cache (%d MB): this run measures memory, not storage",
+			d.DataBytes>>20, d.BufferCacheBytes>>20))
 	}
 	ob.run(ctx)
 	return ob, nil
@@ -159,6 +167,14 @@ func (ob *observer) tick(ctx context.Context) {
 					ob.osPrev = s
 				}
 			}
+			if eng := ob.t.EngineCounters(); eng != nil {
+				now := time.Now()
+				iv := dbInterval(deltas(ob.engPrev, eng), ob.engPrevAt, now, ob.start)
+				wal := float64(sqlitestat.WALBytes(ob.t.Path))
+				iv.WALFile = &wal
+				ob.series = append(ob.series, iv)
+				ob.engPrev, ob.engPrevAt = eng, now
+			}
 			if ob.pg != nil && ob.prev != nil {
 				if s, err := ob.pg.Read(ctx); err != nil {
 					if ctx.Err() == nil {
@@ -166,7 +182,7 @@ func (ob *observer) tick(ctx context.Context) {
 					}
 					ob.prev = nil
 				} else {
-					ob.series = append(ob.series, dbInterval(ob.prev, s, ob.start))
+					ob.series = append(ob.series, dbInterval(pgstat.Delta(ob.prev, s), ob.prev.At, s.At, ob.start))
 					ob.prev = s
 				}
 			}
@@ -175,27 +191,51 @@ func (ob *observer) tick(ctx context.Context) {
 	}
 }
 
-func dbInterval(a, b *pgstat.Snapshot, start time.Time) result.DBInterval {
-	d := pgstat.Delta(a, b)
-	secs := b.At.Sub(a.At).Seconds()
-	iv := result.DBInterval{At: b.At.Sub(start).Seconds(), Seconds: secs}
+// dbInterval turns the deltas of one interval into rates; sum adds the
+// deltas of keys, and is absent when any key is.
+func dbInterval(d map[string]float64, from, to, start time.Time) result.DBInterval {
+	secs := to.Sub(from).Seconds()
+	iv := result.DBInterval{At: to.Sub(start).Seconds(), Seconds: secs}
 	if secs <= 0 {
 		return iv
 	}
-	iv.Commits = d["pg_stat_database.xact_commit"] / secs
-	iv.Rollbacks = d["pg_stat_database.xact_rollback"] / secs
-	iv.LogicalRead = (d["pg_stat_database.blks_hit"] + d["pg_stat_database.blks_read"]) / secs
-	iv.Reads = d["pg_stat_database.blks_read"] / secs
-	iv.RowsChanged = (d["pg_stat_database.tup_inserted"] + d["pg_stat_database.tup_updated"] + d["pg_stat_database.tup_deleted"]) / secs
-	if v, ok := d["pg_stat_wal.wal_bytes"]; ok {
-		v /= secs
-		iv.WALBytes = &v
+	rate := func(scale float64, keys ...string) *float64 {
+		var v float64
+		for _, k := range keys {
+			x, ok := d[k]
+			if !ok {
+				return nil
+			}
+			v += x
+		}
+		v = v * scale / secs
+		return &v
 	}
-	if v, ok := d["pg_stat_database.active_time"]; ok {
-		v = v / 1000 / secs
-		iv.ActiveTime = &v
+	iv.Commits = rate(1, "pg_stat_database.xact_commit")
+	iv.Rollbacks = rate(1, "pg_stat_database.xact_rollback")
+	iv.LogicalRead = rate(1, "pg_stat_database.blks_hit", "pg_stat_database.blks_read")
+	if iv.LogicalRead == nil {
+		iv.LogicalRead = rate(1, "sqlite.cache_hit", "sqlite.cache_miss")
 	}
+	iv.Reads = rate(1, "pg_stat_database.blks_read")
+	if iv.Reads == nil {
+		iv.Reads = rate(1, "sqlite.cache_miss")
+	}
+	iv.Writes = rate(1, "sqlite.cache_write")
+	iv.RowsChanged = rate(1, "pg_stat_database.tup_inserted", "pg_stat_database.tup_updated", "pg_stat_database.tup_deleted")
+	iv.WALBytes = rate(1, "pg_stat_wal.wal_bytes")
+	iv.ActiveTime = rate(0.001, "pg_stat_database.active_time")
 	return iv
+}
+
+func deltas(a, b map[string]float64) map[string]float64 {
+	d := make(map[string]float64, len(b))
+	for k, v := range b {
+		if x, ok := a[k]; ok {
+			d[k] = v - x
+		}
+	}
+	return d
 }
 
 // phase takes the window's snapshots; the driver calls it at the edges.
@@ -323,10 +363,7 @@ func (ob *observer) finish(r *result.Run) error {
 		io := pgstat.IOProfile(src, d, secs, float64(ob.database.BlockSize))
 		r.LoadProfile, r.IOProfile = &lp, &io
 	case ob.engStart != nil && ob.engEnd != nil:
-		d := map[string]float64{}
-		for k, v := range ob.engEnd {
-			d[k] = v - ob.engStart[k]
-		}
+		d := deltas(ob.engStart, ob.engEnd)
 		lp := sqlitestat.LoadProfile(ob.database.Version, d, secs, float64(s.Commits+s.Rollbacks), float64(s.Rollbacks),
 			float64(r.Statements), r.Driver.CPUUserS+r.Driver.CPUSysS)
 		r.LoadProfile = &lp

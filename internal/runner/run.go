@@ -107,7 +107,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if o.Collect.WaitInterval <= 0 {
 		o.Collect.WaitInterval = 100 * time.Millisecond
 	}
-	ob, err := observe(ctx, t, o.Collect)
+	ob, err := observe(ctx, t, o.Collect, o.Workload.Meta().TestsIO)
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,7 @@ func runAndVerifyHook(t *testing.T, tg Target, beforeRun, afterRun func()) *resu
 	if l := r.LoadProfile.Line("Transactions"); l == nil || l.Total == nil || *l.Total <= 0 {
 		t.Errorf("load profile: transactions %+v", l)
 	}
+
 	return r
 }
 
@@ -146,6 +147,12 @@ func TestOrderEntrySQLite(t *testing.T) {
 	r := runAndVerify(t, Target{URL: "sqlite://" + filepath.Join(dir, "oe.db")})
 	if r.Target.Dialect != "sqlite" || r.Target.ServerVersion == "" {
 		t.Errorf("target %+v", r.Target)
+	}
+	if len(r.DBSeries) < 2 || r.DBSeries[1].WALFile == nil || r.DBSeries[1].LogicalRead == nil || *r.DBSeries[1].LogicalRead <= 0 {
+		t.Errorf("SQLite series %+v", r.DBSeries)
+	}
+	if r.DBSeries[1].Commits != nil {
+		t.Error("SQLite counts no commits of its own, but the series has some")
 	}
 }
 

@@ -31,6 +31,10 @@ type Meta struct {
 	// LoadParams are the keys of Params that shape the loaded data (a run
 	// cannot change them without a new load).
 	LoadParams []string
+	// TestsIO is set by workloads meant to measure the storage path (slob):
+	// a data set that fits in the database's cache makes such a run say
+	// nothing about storage, and the run warns of it.
+	TestsIO bool
 }
 
 // Workload is a named generator with typed parameters.
