@@ -251,3 +251,44 @@ func TestSecretSettingsAreRedacted(t *testing.T) {
 		}
 	}
 }
+
+// With pg_stat_statements installed, executes and block changes come from
+// it; without, they are not available (never zero).
+func TestPgStatStatements(t *testing.T) {
+	if _, err := os.Stat("/usr/share/postgresql/15/extension/pg_stat_statements.control"); err != nil {
+		if matches, _ := filepath.Glob("/usr/share/postgresql/*/extension/pg_stat_statements.control"); len(matches) == 0 {
+			t.Skip("pg_stat_statements is not installed (PostgreSQL contrib)")
+		}
+	}
+	inst := cluster(t, "shared_preload_libraries=pg_stat_statements")
+	ctx := context.Background()
+	setup := connect(t, inst)
+	exec(t, setup, "CREATE EXTENSION pg_stat_statements")
+	exec(t, setup, "CREATE TABLE s (id int PRIMARY KEY, v int)")
+	exec(t, setup, "INSERT INTO s SELECT g, 0 FROM generate_series(1, 1000) g")
+	// Clean pages, so the updates dirty them ("block changes" counts a
+	// block once per clean-to-dirty change).
+	exec(t, setup, "CHECKPOINT")
+	mon := connect(t, inst)
+	r, err := NewReader(ctx, mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Has("pg_stat_statements.calls") {
+		t.Fatalf("pg_stat_statements not detected; missing %v", r.Missing)
+	}
+	before, _ := r.Read(ctx)
+	for i := 1; i <= 50; i++ {
+		if _, err := setup.Exec(ctx, "UPDATE s SET v = v + 1 WHERE id = $1", i*20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, _ := r.Read(ctx)
+	p := LoadProfile("postgres", Delta(before, after), 1)
+	if l := p.Line("Executes"); l.Source != "pg_stat_statements.calls" || *l.Total < 50 || *l.Total > 60 {
+		t.Errorf("executes %+v, want 50 from pg_stat_statements", *l)
+	}
+	if l := p.Line("Block changes"); l.Total == nil || *l.Total < 5 {
+		t.Errorf("block changes %+v after 50 updates", l)
+	}
+}
