@@ -61,6 +61,10 @@ type Run struct {
 	Waits       *Waits       `json:"waits,omitempty"`
 	DBSeries    []DBInterval `json:"db_series,omitempty"`
 	OS          *OS          `json:"os,omitempty"`
+	// CollectorStatements is what the collectors sent to the database during
+	// the run: each one a transaction in its counters (the load profile and
+	// series already leave them out), for reconciling those counters.
+	CollectorStatements int64 `json:"collector_statements,omitempty"`
 }
 
 // OS is what the operating system's counters show: over the measured
@@ -184,7 +188,9 @@ func (h Histogram) Decode() (*metrics.Histogram, error) {
 // result or untouched. It refuses to write anything containing one of the
 // secrets (passwords the command was given), whatever field leaked it.
 func Write(path string, r *Run, secrets ...string) error {
-	b, err := json.MarshalIndent(r, "", " ")
+	// Compact: a long run's series make most of the file; `dbparity show`
+	// is the way to read one (or jq).
+	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}

@@ -35,8 +35,12 @@ type observer struct {
 	engEnd    map[string]float64
 	engPrev   map[string]float64 // and at the last tick
 	engPrevAt time.Time
-	series    []result.DBInterval
-	errs      []error
+	// The collectors' own transactions (each reading and each sample is
+	// one), at the last tick and at the window's edges, to take them out of
+	// the database's counts.
+	ownPrev, ownStart, ownEnd int64
+	series                    []result.DBInterval
+	errs                      []error
 
 	os             *ostat.Reader
 	osPrev         *ostat.Snapshot
@@ -46,12 +50,13 @@ type observer struct {
 	warmupOtherCPU float64 // cores used by neither driver nor server during the warm-up
 	warmupMeasured bool
 
-	sampler  *pgstat.Sampler
-	conns    []target.Conn
-	cancel   context.CancelFunc
-	done     sync.WaitGroup
-	database *result.Database
-	warnings []string
+	sampler    *pgstat.Sampler
+	conns      []target.Conn
+	cancel     context.CancelFunc
+	done       sync.WaitGroup
+	database   *result.Database
+	warnings   []string
+	statements int64 // sent by the collectors' connections
 }
 
 // CollectOptions set what is collected during a run.
@@ -108,7 +113,7 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*o
 const collectorApp = "dbparity-collector"
 
 func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
-	c, err := ob.t.ConnectNamed(ctx, collectorApp)
+	c, err := ob.t.ConnectCollector(ctx, collectorApp)
 	if err != nil {
 		return err
 	}
@@ -123,7 +128,7 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 	if ob.database, err = pgstat.Describe(ctx, c, ob.pg.Missing); err != nil {
 		return err
 	}
-	sc, err := ob.t.ConnectNamed(ctx, collectorApp)
+	sc, err := ob.t.ConnectCollector(ctx, collectorApp)
 	if err != nil {
 		return err
 	}
@@ -132,7 +137,17 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 	if ob.prev, err = ob.pg.Read(ctx); err != nil {
 		return err
 	}
+	ob.ownPrev = ob.own()
 	return nil
+}
+
+// own counts the collectors' transactions so far; call with mu held.
+func (ob *observer) own() int64 {
+	n := ob.pg.Reads()
+	if ob.sampler != nil {
+		n += ob.sampler.Transactions()
+	}
+	return n
 }
 
 // run starts the sampler and the interval ticker.
@@ -163,7 +178,7 @@ func (ob *observer) tick(ctx context.Context) {
 					ob.errs = append(ob.errs, err)
 					ob.os = nil
 				} else {
-					ob.osSeries = append(ob.osSeries, ostat.Between(ob.osPrev, s))
+					ob.osSeries = append(ob.osSeries, busyOnly(ostat.Between(ob.osPrev, s)))
 					ob.osPrev = s
 				}
 			}
@@ -182,8 +197,11 @@ func (ob *observer) tick(ctx context.Context) {
 					}
 					ob.prev = nil
 				} else {
-					ob.series = append(ob.series, dbInterval(pgstat.Delta(ob.prev, s), ob.prev.At, s.At, ob.start))
-					ob.prev = s
+					d := pgstat.Delta(ob.prev, s)
+					own := ob.own()
+					d["pg_stat_database.xact_commit"] -= float64(own - ob.ownPrev)
+					ob.series = append(ob.series, dbInterval(d, ob.prev.At, s.At, ob.start))
+					ob.prev, ob.ownPrev = s, own
 				}
 			}
 			ob.mu.Unlock()
@@ -245,7 +263,7 @@ func (ob *observer) phase(p int, _ time.Time) {
 		if ob.sampler != nil {
 			ob.sampler.Count(true)
 		}
-		ob.snapshot(&ob.winStart, &ob.engStart, &ob.osStart)
+		ob.snapshot(&ob.winStart, &ob.engStart, &ob.osStart, &ob.ownStart)
 		if ob.osStart != nil && ob.osStart.At.Sub(ob.osRunStart.At) > ob.interval/2 {
 			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, ob.osStart).OtherCPUCores
 			ob.warmupMeasured = true
@@ -254,11 +272,11 @@ func (ob *observer) phase(p int, _ time.Time) {
 		if ob.sampler != nil {
 			ob.sampler.Count(false)
 		}
-		ob.snapshot(&ob.winEnd, &ob.engEnd, &ob.osEnd)
+		ob.snapshot(&ob.winEnd, &ob.engEnd, &ob.osEnd, &ob.ownEnd)
 	}
 }
 
-func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64, os **ostat.Snapshot) {
+func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64, os **ostat.Snapshot, own *int64) {
 	*eng = ob.t.EngineCounters()
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
@@ -277,7 +295,26 @@ func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64, os *
 		ob.errs = append(ob.errs, err)
 		return
 	}
-	*pg = s
+	*pg, *own = s, ob.own()
+}
+
+// busyOnly drops the devices and interfaces that did nothing in an
+// interval: the series is kept for hours, and idle rows are most of it.
+func busyOnly(r ostat.Rates) ostat.Rates {
+	disks := r.Disks[:0:0]
+	for _, d := range r.Disks {
+		if d.ReadsPerS+d.WritesPerS > 0 {
+			disks = append(disks, d)
+		}
+	}
+	nets := r.Nets[:0:0]
+	for _, n := range r.Nets {
+		if n.RxPacketsPerS+n.TxPacketsPerS > 0 {
+			nets = append(nets, n)
+		}
+	}
+	r.Disks, r.Nets = disks, nets
+	return r
 }
 
 // osWindow fills r.OS and returns the OS figures the load profile uses
@@ -346,6 +383,9 @@ func (ob *observer) finish(r *result.Run) error {
 	switch {
 	case ob.winStart != nil && ob.winEnd != nil:
 		d := pgstat.Delta(ob.winStart, ob.winEnd)
+		// The database counted the collectors' readings and samples as
+		// transactions; they are not the workload's.
+		d["pg_stat_database.xact_commit"] -= float64(ob.ownEnd - ob.ownStart)
 		for k, v := range osd {
 			d[k] = v
 		}
@@ -378,6 +418,7 @@ func (ob *observer) finish(r *result.Run) error {
 		}
 	}
 	r.DBSeries = ob.series
+	r.CollectorStatements = ob.statements
 	if len(ob.errs) > 0 {
 		r.Warnings = append(r.Warnings, "collector: "+errors.Join(ob.errs...).Error())
 	}
@@ -390,10 +431,8 @@ func (ob *observer) close() {
 		ob.done.Wait()
 		ob.cancel = nil
 	}
-	if ob.pg != nil && len(ob.conns) > 0 {
-		ob.pg.Close(context.Background())
-	}
 	for _, c := range ob.conns {
+		ob.statements += c.Statements()
 		c.Close()
 	}
 	ob.conns = nil

@@ -27,6 +27,9 @@ func openPostgres(raw string) (*Target, error) {
 		cc := cfg.Copy()
 		if app != "" {
 			cc.RuntimeParams["application_name"] = app
+			// A prepare is a round trip and, outside a transaction, a
+			// transaction of its own: not worth it for a query a second.
+			cc.DefaultQueryExecMode = pgx.QueryExecModeExec
 		}
 		c, err := pgx.ConnectConfig(ctx, cc)
 		if err != nil {

@@ -101,7 +101,7 @@ type Target struct {
 	// pragmas), for the run's disclosure.
 	Settings map[string]string
 
-	connect  func(ctx context.Context, app string) (Conn, error)
+	connect  func(ctx context.Context, app string) (Conn, error) // app "" for a session
 	close    func() error
 	counters func() map[string]float64
 }
@@ -137,13 +137,21 @@ func Open(raw string) (*Target, error) {
 }
 
 // Connect opens one new connection for a session.
-func (t *Target) Connect(ctx context.Context) (Conn, error) { return t.ConnectNamed(ctx, "") }
+func (t *Target) Connect(ctx context.Context) (Conn, error) { return t.dial(ctx, "") }
 
-// ConnectNamed opens a connection that tells the server it is app (its
-// application_name, where the dialect has one), so the collectors'
-// connections can be told from the sessions'. "" keeps the default,
-// "dbparity", or what the URL set.
-func (t *Target) ConnectNamed(ctx context.Context, app string) (Conn, error) {
+// ConnectCollector opens a connection for occasional monitoring queries:
+// it tells the server it is app (its application_name, where the dialect
+// has one), so it can be told from the sessions, and it does not prepare
+// statements, so each statement is one round trip and one transaction in
+// the server's counters.
+func (t *Target) ConnectCollector(ctx context.Context, app string) (Conn, error) {
+	if app == "" {
+		app = "dbparity-collector"
+	}
+	return t.dial(ctx, app)
+}
+
+func (t *Target) dial(ctx context.Context, app string) (Conn, error) {
 	c, err := t.connect(ctx, app)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", t.URL, err)

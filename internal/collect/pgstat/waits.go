@@ -31,6 +31,7 @@ type Sampler struct {
 	exclude  string
 
 	mu       sync.Mutex
+	all      int64 // every sample taken: each one a transaction on the server
 	counting bool
 	rounds   int64
 	active   int64
@@ -46,13 +47,9 @@ func NewSampler(c target.Conn, interval time.Duration, exclude string) *Sampler 
 	return &Sampler{c: c, interval: interval, exclude: exclude, events: map[eventKey]int64{}}
 }
 
-// Run samples until ctx ends, in one transaction (see hold).
+// Run samples until ctx ends. Each sample is one statement, so one
+// transaction in the server's counters: Transactions says how many.
 func (s *Sampler) Run(ctx context.Context) {
-	if err := hold(ctx, s.c); err != nil {
-		s.fail(err)
-		return
-	}
-	defer s.c.Commit(context.WithoutCancel(ctx))
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
@@ -77,9 +74,6 @@ func (s *Sampler) fail(err error) {
 }
 
 func (s *Sampler) sample(ctx context.Context) error {
-	if err := fresh(ctx, s.c); err != nil {
-		return err
-	}
 	rows, err := s.c.Query(ctx, sampleQuery, s.exclude)
 	if err != nil {
 		return fmt.Errorf("sample pg_stat_activity: %w", err)
@@ -87,6 +81,7 @@ func (s *Sampler) sample(ctx context.Context) error {
 	defer rows.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.all++
 	counting := s.counting
 	if counting {
 		s.rounds++
@@ -148,6 +143,14 @@ func (s *Sampler) Result() (*result.Waits, error) {
 		return w.Events[i].Class+w.Events[i].Event < w.Events[j].Class+w.Events[j].Event
 	})
 	return w, s.err
+}
+
+// Transactions is the number of samples taken so far, each one a
+// transaction in the server's counters.
+func (s *Sampler) Transactions() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all
 }
 
 // DBTime returns the sampled DB time and DB CPU of the window in seconds:
