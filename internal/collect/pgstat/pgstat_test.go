@@ -14,7 +14,7 @@ import (
 
 // cluster starts a throw-away PostgreSQL for the test, or skips (fails
 // under CI=true) when the server binaries are missing.
-func cluster(t *testing.T, settings ...string) *managed.Instance {
+func cluster(t testing.TB, settings ...string) *managed.Instance {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dbparity-pgstat-")
 	if err != nil {
@@ -293,4 +293,37 @@ func TestPgStatStatements(t *testing.T) {
 	if l := p.Line("Block changes"); l.Total == nil || *l.Total < 5 {
 		t.Errorf("block changes %+v after 50 updates", l)
 	}
+}
+
+// The cost of one reading and one sample, wall time through a unix socket
+// (server and client work together): the collectors take one reading a
+// second and ten samples.
+func BenchmarkCollectors(b *testing.B) {
+	inst := cluster(b)
+	tg, _ := target.Open(inst.URL())
+	ctx := context.Background()
+	c, err := tg.ConnectCollector(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	r, err := NewReader(ctx, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("read", func(b *testing.B) {
+		for range b.N {
+			if _, err := r.Read(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	s := NewSampler(c, time.Second, "bench")
+	b.Run("sample", func(b *testing.B) {
+		for range b.N {
+			if err := s.sample(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
