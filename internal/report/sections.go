@@ -120,7 +120,7 @@ func bar(pct float64) string {
 	return string(b)
 }
 
-func osText(w io.Writer, o *result.OS) error {
+func osText(w io.Writer, o *result.OS, embedded bool) error {
 	if o == nil {
 		return nil
 	}
@@ -129,8 +129,11 @@ func osText(w io.Writer, o *result.OS) error {
 	p.f("\n  os (measured window, %.1f s, %d CPUs)\n", x.IntervalS, x.NumCPU)
 	p.f("    cpu         user %.1f%%  nice %.1f%%  sys %.1f%%  iowait %.1f%%  irq %.1f%%  softirq %.1f%%  steal %.1f%%  idle %.1f%%\n",
 		x.CPUUserPct, x.CPUNicePct, x.CPUSystemPct, x.CPUIowaitPct, x.CPUIRQPct, x.CPUSoftIRQPct, x.CPUStealPct, x.CPUIdlePct)
-	server := "not on this host (--db-pid)"
-	if x.ServerCPUCores != nil {
+	server := "not on this host, or not named (--db-pid)"
+	switch {
+	case embedded:
+		server = "inside dbparity"
+	case x.ServerCPUCores != nil:
 		server = fmt.Sprintf("%.2f cores (%.1f%%)", *x.ServerCPUCores, *x.ServerCPUPct)
 	}
 	p.f("    cpu used by dbparity %.2f cores (%.1f%%), database %s, other %.2f cores (%.1f%%)\n",

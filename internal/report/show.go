@@ -61,7 +61,7 @@ func Text(w io.Writer, r *result.Run) error {
 		func() error { return profileText(w, "io profile", r.IOProfile, false) },
 		func() error { return waitsText(w, r.Waits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
-		func() error { return osText(w, r.OS) },
+		func() error { return osText(w, r.OS, r.Target.Dialect == "sqlite") },
 	} {
 		if err := f(); err != nil {
 			return err
