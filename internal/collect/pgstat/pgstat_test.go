@@ -99,13 +99,15 @@ func TestLoadProfileSeesKnownWork(t *testing.T) {
 	if got := *p.Line("Rows changed").Total; got != 20000 {
 		t.Errorf("rows changed %v, want 20000", got)
 	}
-	if tx := *p.Line("Transactions").Total; tx < 200 || tx > 205 {
+	// The monitor's own last readings may not be published yet (a backend
+	// publishes its counters at most once a second): a few either way.
+	if tx := *p.Line("Transactions").Total; tx < 196 || tx > 205 {
 		t.Errorf("transactions %v, want 200 once the monitor's own readings are taken out", tx)
 	}
 	if wal := *p.Line("WAL (redo) size").Total; wal < 20000*200 {
 		t.Errorf("WAL %v bytes for 20000 rows of 200 bytes", wal)
 	}
-	if per := *p.Line("Rows changed").PerTx; per < 97 || per > 100 {
+	if per := *p.Line("Rows changed").PerTx; per < 97 || per > 102.1 {
 		t.Errorf("rows per transaction %v, want 100", per)
 	}
 	if l := p.Line("Block changes"); l.Total != nil || l.Source != "not available" {
