@@ -60,7 +60,10 @@ type Run struct {
 	IOProfile   *Profile     `json:"io_profile,omitempty"`
 	Waits       *Waits       `json:"waits,omitempty"`
 	DBSeries    []DBInterval `json:"db_series,omitempty"`
-	OS          *OS          `json:"os,omitempty"`
+	// DBCounters are the raw cumulative counters at the window's edges
+	// ("view.column"), so any figure can be derived again later.
+	DBCounters *Counters `json:"db_counters,omitempty"`
+	OS         *OS       `json:"os,omitempty"`
 	// CollectorStatements is what the collectors sent to the database during
 	// the run: each one a transaction in its counters (the load profile and
 	// series already leave them out), for reconciling those counters.
@@ -75,6 +78,13 @@ type OS struct {
 	// DataDevice is the block device under the database's files, when
 	// known: its figures feed the load profile's device lines.
 	DataDevice string `json:"data_device,omitempty"`
+}
+
+// Counters are raw cumulative counters at the start and the end of the
+// measured window.
+type Counters struct {
+	Start map[string]float64 `json:"start"`
+	End   map[string]float64 `json:"end"`
 }
 
 // Disclosure is what the run was done on, beyond the basic host facts.

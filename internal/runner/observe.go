@@ -382,6 +382,7 @@ func (ob *observer) finish(r *result.Run) error {
 	osd := ob.osWindow(r)
 	switch {
 	case ob.winStart != nil && ob.winEnd != nil:
+		r.DBCounters = &result.Counters{Start: ob.winStart.Counters, End: ob.winEnd.Counters}
 		d := pgstat.Delta(ob.winStart, ob.winEnd)
 		// The database counted the collectors' readings and samples as
 		// transactions; they are not the workload's.
@@ -403,6 +404,7 @@ func (ob *observer) finish(r *result.Run) error {
 		io := pgstat.IOProfile(src, d, secs, float64(ob.database.BlockSize))
 		r.LoadProfile, r.IOProfile = &lp, &io
 	case ob.engStart != nil && ob.engEnd != nil:
+		r.DBCounters = &result.Counters{Start: ob.engStart, End: ob.engEnd}
 		d := deltas(ob.engStart, ob.engEnd)
 		lp := sqlitestat.LoadProfile(ob.database.Version, d, secs, float64(s.Commits+s.Rollbacks), float64(s.Rollbacks),
 			float64(r.Statements), r.Driver.CPUUserS+r.Driver.CPUSysS)

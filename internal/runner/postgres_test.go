@@ -94,6 +94,9 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 	if l := r.LoadProfile.Line("DB CPU"); l.Source != "os.server_cpu_s" {
 		t.Errorf("DB CPU of a managed server from %s, want its processes' CPU", l.Source)
 	}
+	if c := r.DBCounters; c == nil || c.End["pg_stat_database.xact_commit"] <= c.Start["pg_stat_database.xact_commit"] {
+		t.Errorf("raw counters %+v", c)
+	}
 	if r.Waits == nil || r.Waits.Samples < 20 || len(r.Waits.Events) == 0 {
 		t.Errorf("waits %+v", r.Waits)
 	}
