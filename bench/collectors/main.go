@@ -11,18 +11,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/dbparity/dbparity/bench/internal/benchenv"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
-	"github.com/dbparity/dbparity/internal/target/managed"
-	"github.com/dbparity/dbparity/internal/workload"
-	_ "github.com/dbparity/dbparity/internal/workload/orderentry"
 )
 
 func main() {
@@ -39,23 +36,14 @@ func main() {
 
 func run(pairs, users int, duration, warmup time.Duration) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "dbparity-bench-")
+	env, err := benchenv.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	inst, err := managed.Start(ctx, managed.Options{DataDir: filepath.Join(dir, "pg"), Log: os.Stderr})
+	defer env.Close()
+	inst, dir := env.Inst, env.Dir
+	c, err := env.LoadOrderEntry(ctx, 1)
 	if err != nil {
-		return err
-	}
-	defer inst.Stop()
-	w, err := workload.New("order-entry")
-	if err != nil {
-		return err
-	}
-	c := runner.Common{Target: runner.Target{URL: inst.URL()}, Workload: w, Seed: 1, Stdout: io.Discard, Stderr: io.Discard}
-	if err := runner.Load(ctx, runner.LoadOptions{Common: c}); err != nil {
 		return err
 	}
 	g := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)) // the order only; no result depends on it

@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,11 +22,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbparity/dbparity/bench/internal/benchenv"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
 	"github.com/dbparity/dbparity/internal/target/managed"
-	"github.com/dbparity/dbparity/internal/workload"
-	_ "github.com/dbparity/dbparity/internal/workload/orderentry"
 )
 
 func main() {
@@ -53,19 +51,14 @@ type figures struct {
 
 func run(users int, duration time.Duration, warehouses, scale int) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "dbparity-bench-")
+	env, err := benchenv.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	inst, err := managed.Start(ctx, managed.Options{DataDir: filepath.Join(dir, "pg"), Log: os.Stderr})
-	if err != nil {
-		return err
-	}
-	defer inst.Stop()
+	defer env.Close()
+	inst := env.Inst
 
-	oe, err := orderEntry(ctx, inst, users, duration, warehouses, dir)
+	oe, err := orderEntry(ctx, env, users, duration, warehouses)
 	if err != nil {
 		return err
 	}
@@ -92,22 +85,17 @@ func run(users int, duration time.Duration, warehouses, scale int) error {
 	return nil
 }
 
-func orderEntry(ctx context.Context, inst *managed.Instance, users int, duration time.Duration, warehouses int, dir string) (figures, error) {
-	w, err := workload.New("order-entry")
+func orderEntry(ctx context.Context, env *benchenv.Env, users int, duration time.Duration, warehouses int) (figures, error) {
+	fmt.Fprintf(os.Stderr, "order-entry: loading %d warehouses\n", warehouses)
+	c, err := env.LoadOrderEntry(ctx, warehouses)
 	if err != nil {
 		return figures{}, err
 	}
-	fs := flag.NewFlagSet("", flag.ContinueOnError)
-	w.Flags(fs)
-	fs.Set("warehouses", strconv.Itoa(warehouses))
-	c := runner.Common{Target: runner.Target{URL: inst.URL()}, Workload: w, Seed: 1, Stdout: io.Discard, Stderr: os.Stderr}
-	fmt.Fprintf(os.Stderr, "order-entry: loading %d warehouses\n", warehouses)
-	if err := runner.Load(ctx, runner.LoadOptions{Common: c}); err != nil {
-		return figures{}, err
-	}
-	out := filepath.Join(dir, "oe.json")
+	inst := env.Inst
+	out := filepath.Join(env.Dir, "oe.json")
 	before := serverCPU(inst.PID)
-	err = runner.Run(ctx, runner.RunOptions{Common: c, Users: users, Duration: duration, Warmup: 0, Label: "bench", Out: out})
+	err = runner.Run(ctx, runner.RunOptions{Common: c, Users: users, Duration: duration, Warmup: 0, Label: "bench", Out: out,
+		Collect: runner.CollectOptions{Off: true}}) // the driver alone: collectors have their own benchmark
 	if err != nil {
 		return figures{}, err
 	}
