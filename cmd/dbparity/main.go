@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
@@ -46,6 +47,7 @@ func init() {
 		{"run", "run the workload and write a result file", cmdRun},
 		{"check", "verify the workload's consistency conditions", cmdCheck},
 		{"show", "print the summary of a result file", cmdShow},
+		{"compare", "compare result files grouped by label: verdicts and side-by-side tables", cmdCompare},
 		{"version", "print the version", func(context.Context, []string) error {
 			fmt.Println("dbparity", runner.Version)
 			return nil
@@ -290,4 +292,62 @@ func cmdShow(_ context.Context, args []string) error {
 		return report.JSON(os.Stdout, r)
 	}
 	return report.Text(os.Stdout, r)
+}
+
+func cmdCompare(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("dbparity compare", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	baseline := fs.String("baseline", "", "label of the group the others are compared with (default the first file's)")
+	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway")
+	var flags, files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--baseline" || a == "-baseline":
+			flags = append(flags, a)
+			if i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		case strings.HasPrefix(a, "-"):
+			flags = append(flags, a)
+		default:
+			files = append(files, a)
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println("usage: dbparity compare [--baseline LABEL] [--force] FILE...")
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity compare [--baseline LABEL] FILE...)", err)}
+	}
+	if len(files) < 2 {
+		return runner.UsageError{Err: errors.New("name at least two result files (usage: dbparity compare [--baseline LABEL] FILE...)")}
+	}
+	var runs []*result.Run
+	for _, f := range files {
+		r, err := result.Read(f)
+		if err != nil {
+			return runner.UsageError{Err: err}
+		}
+		runs = append(runs, r)
+	}
+	gs, err := compare.Groups(runs, files, *baseline)
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
+	if !*force {
+		w, err := workload.New(runs[0].Workload.Name)
+		var loadParams []string
+		if err == nil {
+			loadParams = w.Meta().LoadParams
+		}
+		if err := compare.Comparable(gs, loadParams); err != nil {
+			return runner.UsageError{Err: err}
+		}
+	}
+	return report.CompareText(os.Stdout, report.NewComparison(gs))
 }

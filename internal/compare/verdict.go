@@ -22,9 +22,11 @@ type Verdict struct {
 	P                float64 `json:"p"`      // NaN when too few runs for the test
 	PAdj             float64 `json:"p_holm"` // after Holm's correction
 	// Insufficient says why there is no verdict and how many runs are needed.
-	Insufficient string   `json:"insufficient,omitempty"`
-	Different    bool     `json:"different"`
-	Notes        []string `json:"notes,omitempty"` // high variation and the like
+	Insufficient string `json:"insufficient,omitempty"`
+	// minP is the smallest p-value the test can give with these sizes.
+	minP      float64
+	Different bool     `json:"different"`
+	Notes     []string `json:"notes,omitempty"` // high variation and the like
 }
 
 // variationNote flags a group whose spread (median absolute deviation over
@@ -65,6 +67,7 @@ func Unpaired(metric string, a, b []float64) Verdict {
 		return v
 	}
 	_, v.P = MannWhitney(a, b)
+	v.minP = 2 / math.Exp(lchoose(len(a)+len(b), len(a)))
 	v.Lo, v.Hi = BootstrapRatio(a, b, 1-Alpha, 10000, 1)
 	return v
 }
@@ -92,6 +95,7 @@ func Paired(metric string, a, b []float64) Verdict {
 		return v
 	}
 	_, _, v.P = Wilcoxon(logs)
+	v.minP = 2 / math.Pow(2, float64(len(logs)))
 	lo, hi, _ := MedianCI(logs, 1-Alpha)
 	v.Lo, v.Hi = math.Exp(lo), math.Exp(hi)
 	return v
@@ -99,7 +103,8 @@ func Paired(metric string, a, b []float64) Verdict {
 
 // Decide applies Holm's correction across the verdicts compared together
 // and marks those that differ: adjusted p below Alpha and an interval that
-// excludes 1.
+// excludes 1. A test whose sizes cannot reach Alpha once corrected for
+// every metric gives no verdict, and says how many runs would.
 func Decide(vs []Verdict) {
 	var ps []float64
 	var at []int
@@ -110,10 +115,21 @@ func Decide(vs []Verdict) {
 		}
 	}
 	adj := Holm(ps)
+	m := float64(len(ps))
 	for k, i := range at {
 		v := &vs[i]
 		v.PAdj = adj[k]
 		v.Different = v.PAdj < Alpha && (v.Lo > 1 || v.Hi < 1)
+		if v.minP*m >= Alpha {
+			v.Different = false
+			if v.Paired {
+				v.Insufficient = fmt.Sprintf("no verdict: %d rounds; with %d metrics corrected together the test needs at least %d",
+					v.NA, len(ps), MinPaired(Alpha/m))
+			} else {
+				v.Insufficient = fmt.Sprintf("no verdict: %d+%d runs; with %d metrics corrected together the test needs at least %d in each group",
+					v.NA, v.NB, len(ps), MinUnpaired(Alpha/m))
+			}
+		}
 	}
 	for i := range vs {
 		if math.IsNaN(vs[i].P) {

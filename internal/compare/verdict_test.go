@@ -86,3 +86,21 @@ func TestDecideCorrectsAcrossMetrics(t *testing.T) {
 		t.Errorf("p=0.03 among 3 metrics: %+v", vs[0])
 	}
 }
+
+// Four runs a side can reach 0.029 at best: enough alone, not once
+// corrected for eleven metrics. The verdict says how many runs would do.
+func TestTooFewRunsForTheFamily(t *testing.T) {
+	a, b := []float64{100, 101, 102, 103}, []float64{120, 121, 122, 123}
+	vs := []Verdict{Unpaired("tps", a, b)}
+	Decide(vs)
+	if !vs[0].Different {
+		t.Fatalf("alone, 4+4 separated runs differ: %+v", vs[0])
+	}
+	for range 10 {
+		vs = append(vs, Unpaired("lat", a, a))
+	}
+	Decide(vs)
+	if vs[0].Different || !strings.Contains(vs[0].Insufficient, "with 11 metrics corrected together the test needs at least 6") {
+		t.Errorf("among 11 metrics: %+v", vs[0])
+	}
+}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -106,4 +109,43 @@ func TestJSON(t *testing.T) {
 		}
 	}
 	golden(t, "show.json", b.Bytes())
+}
+
+// runs builds n runs labelled label whose throughput is scale times the
+// sample's, with a little spread.
+func runs(t *testing.T, label string, n int, scale float64) ([]*result.Run, []string) {
+	var rs []*result.Run
+	var files []string
+	for i := range n {
+		r := sample(t)
+		r.Label, r.Partial, r.PartialReason = label, false, ""
+		for k := range r.Transactions {
+			r.Transactions[k].Committed = int64(float64(r.Transactions[k].Committed) * scale * (1 + 0.01*float64(i)))
+		}
+		if label == "vm" {
+			r.Disclosure = &result.Disclosure{Database: &result.Database{Settings: map[string]string{"shared_buffers": "2GB"}}}
+		} else {
+			r.Disclosure = &result.Disclosure{Database: &result.Database{Settings: map[string]string{"shared_buffers": "1GB"}}}
+		}
+		rs = append(rs, r)
+		files = append(files, fmt.Sprintf("%s-%d.json", label, i+1))
+	}
+	return rs, files
+}
+
+func TestCompareText(t *testing.T) {
+	a, fa := runs(t, "native", 6, 1)
+	b, fb := runs(t, "vm", 6, 0.9)
+	gs, err := compare.Groups(append(a, b...), append(fa, fb...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := CompareText(&out, NewComparison(gs)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.txt", out.Bytes())
+	if !strings.Contains(out.String(), "throughput (tps)           0.90x, 95% CI") {
+		t.Errorf("no verdict of a 10%% slower vm:\n%s", out.String())
+	}
 }

@@ -1,0 +1,247 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// Group is the runs of one platform (one label): repetitions.
+type Group struct {
+	Label string
+	Runs  []*result.Run
+	Files []string
+}
+
+// Groups sorts runs by label in the order labels first appear; baseline,
+// when set, is moved first. The first group is the one others are
+// compared with.
+func Groups(runs []*result.Run, files []string, baseline string) ([]Group, error) {
+	var gs []Group
+	at := map[string]int{}
+	for i, r := range runs {
+		k, ok := at[r.Label]
+		if !ok {
+			k = len(gs)
+			at[r.Label] = k
+			gs = append(gs, Group{Label: r.Label})
+		}
+		gs[k].Runs = append(gs[k].Runs, r)
+		gs[k].Files = append(gs[k].Files, files[i])
+	}
+	if baseline != "" {
+		k, ok := at[baseline]
+		if !ok {
+			return nil, fmt.Errorf("--baseline %q: no run has that label (labels: %s)", baseline, strings.Join(labels(gs), ", "))
+		}
+		gs[0], gs[k] = gs[k], gs[0]
+	}
+	if len(gs) < 2 {
+		return nil, fmt.Errorf("all runs have the label %q: compare needs two labels (run each platform with its own --label)", gs[0].Label)
+	}
+	return gs, nil
+}
+
+func labels(gs []Group) []string {
+	var l []string
+	for _, g := range gs {
+		l = append(l, g.Label)
+	}
+	return l
+}
+
+// Comparable refuses groups whose runs cannot be compared: another
+// workload, another workload version, or another value of a parameter that
+// shapes the data (the scale).
+func Comparable(gs []Group, loadParams []string) error {
+	ref := gs[0].Runs[0]
+	for _, g := range gs {
+		for i, r := range g.Runs {
+			switch {
+			case r.Workload.Name != ref.Workload.Name:
+				return fmt.Errorf("%s runs %s, %s runs %s: not comparable (pass --force to compare anyway)", g.Files[i], r.Workload.Name, gs[0].Files[0], ref.Workload.Name)
+			case r.Workload.Version != ref.Workload.Version:
+				return fmt.Errorf("%s runs %s version %s, %s version %s: not comparable (pass --force)", g.Files[i], r.Workload.Name, r.Workload.Version, gs[0].Files[0], ref.Workload.Version)
+			}
+			for _, p := range loadParams {
+				if fmt.Sprint(r.Workload.Params[p]) != fmt.Sprint(ref.Workload.Params[p]) {
+					return fmt.Errorf("%s has %s %v, %s has %v: not comparable (pass --force)", g.Files[i], p, r.Workload.Params[p], gs[0].Files[0], ref.Workload.Params[p])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Metric extracts one figure from a run; NaN when the run lacks it.
+type Metric struct {
+	Name string
+	// Lower says a smaller value is better (latency, cost).
+	Lower bool
+	Get   func(r *result.Run) float64
+}
+
+// Metrics are the figures a comparison tests: throughput, then p95 and
+// p99 of each transaction type (and COMMIT).
+func Metrics(r *result.Run) []Metric {
+	ms := []Metric{{Name: "throughput (tps)", Get: func(r *result.Run) float64 { return r.Summarize().TPS }}}
+	for _, t := range r.Transactions {
+		name := t.Name
+		get := func(q string) func(r *result.Run) float64 {
+			return func(r *result.Run) float64 {
+				for _, x := range r.Transactions {
+					if x.Name == name && x.Latency.Count > 0 {
+						if q == "p95" {
+							return x.Latency.P95Ms
+						}
+						return x.Latency.P99Ms
+					}
+				}
+				return math.NaN()
+			}
+		}
+		ms = append(ms, Metric{Name: name + " p95 (ms)", Lower: true, Get: get("p95")},
+			Metric{Name: name + " p99 (ms)", Lower: true, Get: get("p99")})
+	}
+	return ms
+}
+
+// Values returns the metric of every run of g that has it.
+func (m Metric) Values(g Group) []float64 {
+	var v []float64
+	for _, r := range g.Runs {
+		if x := m.Get(r); !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	return v
+}
+
+// Verdicts compares group b with the baseline a on every metric, with
+// Holm's correction across them.
+func Verdicts(a, b Group, ms []Metric) []Verdict {
+	var vs []Verdict
+	for _, m := range ms {
+		va, vb := m.Values(a), m.Values(b)
+		if len(va) == 0 || len(vb) == 0 {
+			continue
+		}
+		vs = append(vs, Unpaired(m.Name, va, vb))
+	}
+	Decide(vs)
+	return vs
+}
+
+// RunNotes lists what may make a group's runs untrustworthy: partial
+// runs, CPU steal, throughput that drifted within a run. No run is ever
+// dropped; each is named.
+func RunNotes(g Group) []string {
+	var notes []string
+	for i, r := range g.Runs {
+		f := g.Files[i]
+		if r.Partial {
+			notes = append(notes, fmt.Sprintf("%s is partial (%s)", f, r.PartialReason))
+		}
+		if r.OS != nil && r.OS.Window.CPUStealPct > 2 {
+			notes = append(notes, fmt.Sprintf("%s: %.1f%% of the CPU was stolen by the hypervisor", f, r.OS.Window.CPUStealPct))
+		}
+		if d := Drift(r); math.Abs(d) > 0.10 {
+			notes = append(notes, fmt.Sprintf("%s: throughput drifted %+.0f%% from the first to the last third of the window (not stationary)", f, 100*d))
+		}
+	}
+	return notes
+}
+
+// Drift is the change of throughput from the first third of the measured
+// window to the last, as a fraction of the first.
+func Drift(r *result.Run) float64 {
+	var tps []float64
+	for _, iv := range r.Series {
+		if iv.Phase == "measure" && iv.Seconds > 0.5 {
+			tps = append(tps, iv.TPS())
+		}
+	}
+	if len(tps) < 6 {
+		return 0
+	}
+	k := len(tps) / 3
+	first, last := Median(tps[:k]), Median(tps[len(tps)-k:])
+	if first == 0 {
+		return 0
+	}
+	return last/first - 1
+}
+
+// Difference is one disclosed fact whose value differs between groups.
+type Difference struct {
+	Key    string   `json:"key"`
+	Values []string `json:"values"` // one per group, "" where absent
+}
+
+// volatile facts change between any two runs and say nothing of the platform.
+var volatile = []string{"disclosure.storage.free_bytes", "disclosure.database.data_bytes", "disclosure.database.data_to_cache",
+	"disclosure.host.cpu.mhz", "target.url", "disclosure.database.settings.port"}
+
+// DisclosureDiff lists every disclosed fact (host, storage, database
+// settings, target, workload parameters, how the load was driven) whose
+// value differs between the groups' first runs.
+func DisclosureDiff(gs []Group) []Difference {
+	flat := make([]map[string]string, len(gs))
+	keys := map[string]bool{}
+	for i, g := range gs {
+		r := g.Runs[0]
+		flat[i] = map[string]string{}
+		flatten("", toMap(map[string]any{"disclosure": r.Disclosure, "target": r.Target, "workload": r.Workload.Params,
+			"driver": map[string]any{"users": r.Driver.Users, "warmup_s": r.Driver.WarmupS, "duration_s": r.Driver.DurationS},
+			"host":   map[string]any{"kernel": r.Host.Kernel, "cpu_model": r.Host.CPUModel, "cores": r.Host.Cores, "memory_bytes": r.Host.MemoryBytes}}), flat[i])
+		for k := range flat[i] {
+			keys[k] = true
+		}
+	}
+	var out []Difference
+	for k := range keys {
+		if slices.Contains(volatile, k) {
+			continue
+		}
+		d := Difference{Key: k}
+		differs := false
+		for i := range gs {
+			d.Values = append(d.Values, flat[i][k])
+			differs = differs || flat[i][k] != flat[0][k]
+		}
+		if differs {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			flatten(p, e, out)
+		}
+	case nil:
+	default:
+		b, _ := json.Marshal(x)
+		out[prefix] = strings.Trim(string(b), `"`)
+	}
+}
