@@ -299,11 +299,12 @@ func cmdCompare(_ context.Context, args []string) error {
 	fs.SetOutput(io.Discard)
 	baseline := fs.String("baseline", "", "label of the group the others are compared with (default the first file's)")
 	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway")
+	format := fs.String("format", "text", "text, markdown or csv")
 	var flags, files []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "--baseline" || a == "-baseline":
+		case a == "--baseline" || a == "-baseline" || a == "--format" || a == "-format":
 			flags = append(flags, a)
 			if i+1 < len(args) {
 				i++
@@ -317,7 +318,7 @@ func cmdCompare(_ context.Context, args []string) error {
 	}
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity compare [--baseline LABEL] [--force] FILE...")
+			fmt.Println("usage: dbparity compare [--baseline LABEL] [--format text|markdown|csv] [--force] FILE...")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			return err
@@ -326,6 +327,11 @@ func cmdCompare(_ context.Context, args []string) error {
 	}
 	if len(files) < 2 {
 		return runner.UsageError{Err: errors.New("name at least two result files (usage: dbparity compare [--baseline LABEL] FILE...)")}
+	}
+	render := map[string]func(io.Writer, *report.Comparison) error{
+		"text": report.CompareText, "markdown": report.CompareMarkdown, "csv": report.CompareCSV}[*format]
+	if render == nil {
+		return runner.UsageError{Err: fmt.Errorf("--format %q: choose text, markdown or csv", *format)}
 	}
 	var runs []*result.Run
 	for _, f := range files {
@@ -349,5 +355,5 @@ func cmdCompare(_ context.Context, args []string) error {
 			return runner.UsageError{Err: err}
 		}
 	}
-	return report.CompareText(os.Stdout, report.NewComparison(gs))
+	return render(os.Stdout, report.NewComparison(gs))
 }

@@ -67,6 +67,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--managed", "postgres", "--pg-set", "no-equals"}, "--pg-set"},
 		{[]string{"show"}, "name one result file"},
 		{[]string{"compare", "one.json"}, "at least two result files"},
+		{[]string{"compare", "--format", "pdf", "a.json", "b.json"}, "--format"},
 		{[]string{"compare", "a.json", "b.json"}, "no such file"},
 		{[]string{"show", "missing.json"}, "no such file"},
 	} {
@@ -337,6 +338,10 @@ func TestCompareCommitDelay(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "disclosure.database.settings.commit_delay") {
 		t.Errorf("the setting is not in the disclosure diff:\n%s", stdout)
+	}
+	code, md, stderr := dbparity(t, dir, append([]string{"compare", "--format", "markdown", "--baseline", "delayed"}, files...)...)
+	if code != 0 || !strings.Contains(md, "| throughput (tps) |") {
+		t.Errorf("markdown: exit %d %s\n%s", code, stderr, md)
 	}
 	t.Logf("%s", verdict)
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -34,79 +35,178 @@ func NewComparison(gs []compare.Group) *Comparison {
 	return c
 }
 
+// Table is one section of a comparison: every output format (terminal,
+// Markdown, CSV, HTML) renders the same tables.
+type Table struct {
+	Title   string
+	Columns []string
+	Rows    [][]string
+}
+
+// Tables builds the comparison's sections, verdicts first.
+func (c *Comparison) Tables() []Table {
+	base := c.Groups[0]
+	var ts []Table
+	for i, g := range c.Groups[1:] {
+		t := Table{Title: fmt.Sprintf("%s against %s (ratio %s/%s; Holm-corrected across these metrics)", g.Label, base.Label, g.Label, base.Label),
+			Columns: []string{"metric", "verdict"}}
+		for _, v := range c.Verdicts[i] {
+			t.Rows = append(t.Rows, []string{v.Metric, v.String()})
+			for _, n := range v.Notes {
+				t.Rows = append(t.Rows, []string{"", "note: " + n})
+			}
+		}
+		ts = append(ts, t)
+	}
+	if len(c.Notes) > 0 {
+		t := Table{Title: "runs to read with care", Columns: []string{"note"}}
+		for _, n := range c.Notes {
+			t.Rows = append(t.Rows, []string{n})
+		}
+		ts = append(ts, t)
+	}
+	ts = append(ts, c.sideBySide()...)
+	ts = append(ts, c.profiles()...)
+	for _, f := range []func() *Table{c.waits, c.histogram, c.os, c.diff} {
+		if t := f(); t != nil {
+			ts = append(ts, *t)
+		}
+	}
+	return ts
+}
+
+// title is the comparison's heading.
+func (c *Comparison) title() string {
+	ref := c.Groups[0].Runs[0]
+	s := fmt.Sprintf("dbparity compare: %s v%s, baseline %q", ref.Workload.Name, ref.Workload.Version, c.Groups[0].Label)
+	for _, g := range c.Groups {
+		s += fmt.Sprintf(", %q %d run(s)", g.Label, len(g.Runs))
+	}
+	return s
+}
+
 // CompareText writes the comparison for a terminal of 100 columns.
 func CompareText(w io.Writer, c *Comparison) error {
 	p := &printer{w: w}
-	base := c.Groups[0]
-	ref := base.Runs[0]
-	p.f("dbparity compare: %s v%s, baseline %q", ref.Workload.Name, ref.Workload.Version, base.Label)
-	for _, g := range c.Groups {
-		p.f(", %q %d run(s)", g.Label, len(g.Runs))
+	p.f("%s\n", c.title())
+	if d := c.Groups[0].Runs[0].Workload.Disclaimer; d != "" {
+		p.f("  %s\n", d)
 	}
-	p.f("\n")
-	if ref.Workload.Disclaimer != "" {
-		p.f("  %s\n", ref.Workload.Disclaimer)
-	}
-	for i, g := range c.Groups[1:] {
-		p.f("\n  %s against %s (ratio %s/%s; Holm-corrected across these metrics)\n", g.Label, base.Label, g.Label, base.Label)
-		for _, v := range c.Verdicts[i] {
-			p.f("    %-26s %s\n", v.Metric, v)
-			for _, n := range v.Notes {
-				p.f("    %-26s   note: %s\n", "", n)
+	for _, t := range c.Tables() {
+		p.f("\n  %s\n", t.Title)
+		widths := make([]int, len(t.Columns))
+		for _, row := range append([][]string{t.Columns}, t.Rows...) {
+			for i, cell := range row {
+				widths[i] = max(widths[i], len([]rune(cell)))
 			}
 		}
-	}
-	if len(c.Notes) > 0 {
-		p.f("\n  runs to read with care:\n")
-		for _, n := range c.Notes {
-			p.f("    %s\n", n)
+		// A wide last column (verdicts, values) is not padded.
+		for _, row := range append([][]string{t.Columns}, t.Rows...) {
+			line := "   "
+			for i, cell := range row {
+				switch {
+				case i == len(row)-1:
+					line += " " + cell
+				case i == 0:
+					line += " " + cell + strings.Repeat(" ", widths[i]-len([]rune(cell)))
+				default:
+					line += " " + strings.Repeat(" ", widths[i]-len([]rune(cell))) + cell
+				}
+			}
+			p.f("%s\n", strings.TrimRight(line, " "))
 		}
 	}
-	c.sideBySide(p)
-	c.profiles(p)
-	c.waits(p)
-	c.histogram(p)
-	c.os(p)
-	c.diff(p)
 	return p.err
 }
 
-// header prints a table header: a label column and one per group, plus
-// the ratio of the last group to the baseline when there are two.
-func (c *Comparison) header(p *printer, title string) {
-	p.f("\n  %-28s", title)
-	for _, g := range c.Groups {
-		p.f(" %14s", clip(g.Label, 14))
+// CompareMarkdown writes the comparison as Markdown tables.
+func CompareMarkdown(w io.Writer, c *Comparison) error {
+	p := &printer{w: w}
+	p.f("# %s\n", c.title())
+	if d := c.Groups[0].Runs[0].Workload.Disclaimer; d != "" {
+		p.f("\n%s\n", d)
 	}
-	if len(c.Groups) == 2 {
-		p.f(" %8s", "ratio")
-	}
-	p.f("\n")
-}
-
-func (c *Comparison) row(p *printer, name string, vals []float64) {
-	p.f("    %-26s", clip(name, 26))
-	for _, v := range vals {
-		if math.IsNaN(v) {
-			p.f(" %14s", "n/a")
-		} else {
-			p.f(" %14s", trim(v))
+	esc := strings.NewReplacer("|", "\\|", "\n", " ")
+	for _, t := range c.Tables() {
+		p.f("\n## %s\n\n", esc.Replace(t.Title))
+		p.f("|")
+		for _, col := range t.Columns {
+			p.f(" %s |", esc.Replace(col))
+		}
+		p.f("\n|")
+		for i := range t.Columns {
+			if i == 0 {
+				p.f("---|")
+			} else {
+				p.f("---:|")
+			}
+		}
+		p.f("\n")
+		for _, row := range t.Rows {
+			p.f("|")
+			for _, cell := range row {
+				p.f(" %s |", esc.Replace(cell))
+			}
+			p.f("\n")
 		}
 	}
-	if len(vals) == 2 && !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) && vals[0] != 0 {
-		p.f(" %7.2fx", vals[1]/vals[0])
+	return p.err
+}
+
+// CompareCSV writes every table row as a CSV record led by its section's
+// title; each section starts with its header record. Records are padded
+// to one width, so spreadsheets read the file as one rectangle.
+func CompareCSV(w io.Writer, c *Comparison) error {
+	ts := c.Tables()
+	width := 0
+	for _, t := range ts {
+		width = max(width, len(t.Columns)+1)
 	}
-	p.f("\n")
+	pad := func(r []string) []string { return append(r, make([]string, width-len(r))...) }
+	cw := csv.NewWriter(w)
+	for _, t := range ts {
+		cw.Write(pad(append([]string{"section"}, t.Columns...)))
+		for _, row := range t.Rows {
+			cw.Write(pad(append([]string{t.Title}, row...)))
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// header is a table of one row per figure, a column per group, and the
+// ratio of the last group to the baseline when there are two.
+func (c *Comparison) header(title string) Table {
+	t := Table{Title: title, Columns: []string{"figure"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label)
+	}
+	if len(c.Groups) == 2 {
+		t.Columns = append(t.Columns, "ratio")
+	}
+	return t
+}
+
+func (c *Comparison) row(t *Table, name string, vals []float64) {
+	row := []string{name}
+	for _, v := range vals {
+		if math.IsNaN(v) {
+			row = append(row, "n/a")
+		} else {
+			row = append(row, trim(v))
+		}
+	}
+	if len(c.Groups) == 2 {
+		r := ""
+		if !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) && vals[0] != 0 {
+			r = fmt.Sprintf("%.2fx", vals[1]/vals[0])
+		}
+		row = append(row, r)
+	}
+	t.Rows = append(t.Rows, row)
 }
 
 func trim(v float64) string { return num(&v) }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "~"
-}
 
 // median of f over the runs of each group.
 func (c *Comparison) medians(f func(r *result.Run) float64) []float64 {
@@ -127,18 +227,18 @@ func (c *Comparison) medians(f func(r *result.Run) float64) []float64 {
 	return out
 }
 
-func (c *Comparison) sideBySide(p *printer) {
-	c.header(p, "side by side (group medians)")
+func (c *Comparison) sideBySide() []Table {
+	t := c.header("side by side (group medians)")
 	sum := func(f func(s result.Summary) float64) func(r *result.Run) float64 {
 		return func(r *result.Run) float64 { return f(r.Summarize()) }
 	}
-	c.row(p, "transactions/s", c.medians(sum(func(s result.Summary) float64 { return s.TPS })))
+	c.row(&t, "transactions/s", c.medians(sum(func(s result.Summary) float64 { return s.TPS })))
 	if _, ok := c.Groups[0].Runs[0].Summarize().Transactions["new_order"]; ok {
-		c.row(p, "NOPM", c.medians(sum(func(s result.Summary) float64 { return s.NOPM })))
+		c.row(&t, "NOPM", c.medians(sum(func(s result.Summary) float64 { return s.NOPM })))
 	}
-	c.row(p, "errors", c.medians(sum(func(s result.Summary) float64 { return float64(s.Errors) })))
-	for _, t := range c.Groups[0].Runs[0].Transactions {
-		name := t.Name
+	c.row(&t, "errors", c.medians(sum(func(s result.Summary) float64 { return float64(s.Errors) })))
+	for _, tx := range c.Groups[0].Runs[0].Transactions {
+		name := tx.Name
 		lat := func(q float64) func(r *result.Run) float64 {
 			return func(r *result.Run) float64 {
 				for _, x := range r.Transactions {
@@ -152,13 +252,13 @@ func (c *Comparison) sideBySide(p *printer) {
 				return math.NaN()
 			}
 		}
-		c.row(p, name+" p95 ms", c.medians(lat(95)))
-		c.row(p, name+" p99 ms", c.medians(lat(99)))
+		c.row(&t, name+" p95 ms", c.medians(lat(95)))
+		c.row(&t, name+" p99 ms", c.medians(lat(99)))
 	}
 	// Cost: CPU seconds per committed transaction, from the host, the
 	// database server and the driver. Equal throughput bought with more
 	// CPU is a more expensive platform.
-	c.header(p, "cost (CPU µs per transaction)")
+	cost := c.header("cost (CPU µs per transaction)")
 	per := func(cores func(r *result.Run) float64) func(r *result.Run) float64 {
 		return func(r *result.Run) float64 {
 			s := r.Summarize()
@@ -176,23 +276,25 @@ func (c *Comparison) sideBySide(p *printer) {
 			return f(r.OS)
 		}
 	}
-	c.row(p, "host (all CPUs busy)", c.medians(per(osf(func(o *result.OS) float64 { return o.Window.CPUBusyPct / 100 * float64(o.Window.NumCPU) }))))
-	c.row(p, "database server", c.medians(per(osf(func(o *result.OS) float64 {
+	c.row(&cost, "host (all CPUs busy)", c.medians(per(osf(func(o *result.OS) float64 { return o.Window.CPUBusyPct / 100 * float64(o.Window.NumCPU) }))))
+	c.row(&cost, "database server", c.medians(per(osf(func(o *result.OS) float64 {
 		if o.Window.ServerCPUCores == nil {
 			return math.NaN()
 		}
 		return *o.Window.ServerCPUCores
 	}))))
-	c.row(p, "driver", c.medians(func(r *result.Run) float64 { return r.Summarize().DriverCPUPerTxUs }))
-	c.row(p, "tps per busy host core", c.medians(func(r *result.Run) float64 {
+	c.row(&cost, "driver", c.medians(func(r *result.Run) float64 { return r.Summarize().DriverCPUPerTxUs }))
+	c.row(&cost, "tps per busy host core", c.medians(func(r *result.Run) float64 {
 		if r.OS == nil || r.OS.Window.CPUBusyPct == 0 {
 			return math.NaN()
 		}
 		return r.Summarize().TPS / (r.OS.Window.CPUBusyPct / 100 * float64(r.OS.Window.NumCPU))
 	}))
+	return []Table{t, cost}
 }
 
-func (c *Comparison) profiles(p *printer) {
+func (c *Comparison) profiles() []Table {
+	var ts []Table
 	for _, sec := range []struct {
 		title string
 		get   func(r *result.Run) *result.Profile
@@ -204,10 +306,10 @@ func (c *Comparison) profiles(p *printer) {
 		if first == nil {
 			continue
 		}
-		c.header(p, sec.title)
+		t := c.header(sec.title)
 		for _, l := range first.Lines {
 			name := l.Name
-			c.row(p, name+" ("+l.Unit+")", c.medians(func(r *result.Run) float64 {
+			c.row(&t, name+" ("+l.Unit+")", c.medians(func(r *result.Run) float64 {
 				pl := sec.get(r).Line(name)
 				v := (*float64)(nil)
 				if pl != nil {
@@ -222,14 +324,16 @@ func (c *Comparison) profiles(p *printer) {
 				return *v
 			}))
 		}
+		ts = append(ts, t)
 	}
+	return ts
 }
 
-func (c *Comparison) waits(p *printer) {
+func (c *Comparison) waits() *Table {
 	if c.Groups[0].Runs[0].Waits == nil {
-		return
+		return nil
 	}
-	p.f("\n  top wait events (%% of DB time, first run of each group)\n")
+	t := &Table{Title: "top wait events (% of DB time, first run of each group)", Columns: []string{"group", "AAS", "events"}}
 	for _, g := range c.Groups {
 		ws := g.Runs[0].Waits
 		if ws == nil {
@@ -242,11 +346,12 @@ func (c *Comparison) waits(p *printer) {
 			}
 			parts = append(parts, fmt.Sprintf("%s/%s %.0f%%", e.Class, e.Event, e.PctDBTime))
 		}
-		p.f("    %-14s AAS %.2f: %s\n", clip(g.Label, 14), ws.AvgActiveSessions, strings.Join(parts, ", "))
+		t.Rows = append(t.Rows, []string{g.Label, fmt.Sprintf("%.2f", ws.AvgActiveSessions), strings.Join(parts, ", ")})
 	}
+	return t
 }
 
-func (c *Comparison) histogram(p *printer) {
+func (c *Comparison) histogram() *Table {
 	var bs [][]metrics.Bucket
 	upTo := map[int64]bool{}
 	for _, g := range c.Groups {
@@ -257,14 +362,17 @@ func (c *Comparison) histogram(p *printer) {
 		}
 	}
 	if len(upTo) == 0 {
-		return
+		return nil
 	}
-	c.header(p, "commit latency, % per bucket")
+	t := &Table{Title: "commit latency, % per log2 bucket (first run of each group)", Columns: []string{"bucket"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label)
+	}
 	for u := int64(1); u <= 1<<40; u <<= 1 {
 		if !upTo[u] {
 			continue
 		}
-		var vals []float64
+		row := []string{fmt.Sprintf("< %d µs", u)}
 		for _, b := range bs {
 			v := 0.0
 			for _, x := range b {
@@ -272,21 +380,18 @@ func (c *Comparison) histogram(p *printer) {
 					v = x.Pct
 				}
 			}
-			vals = append(vals, v)
+			row = append(row, fmt.Sprintf("%.1f%%", v))
 		}
-		p.f("    %-26s", fmt.Sprintf("< %d µs", u))
-		for _, v := range vals {
-			p.f(" %13.1f%%", v)
-		}
-		p.f("\n")
+		t.Rows = append(t.Rows, row)
 	}
+	return t
 }
 
-func (c *Comparison) os(p *printer) {
+func (c *Comparison) os() *Table {
 	if c.Groups[0].Runs[0].OS == nil {
-		return
+		return nil
 	}
-	c.header(p, "os (measured window)")
+	t := c.header("os (measured window)")
 	get := func(f func(x *result.OS) float64) []float64 {
 		return c.medians(func(r *result.Run) float64 {
 			if r.OS == nil {
@@ -323,8 +428,9 @@ func (c *Comparison) os(p *printer) {
 		}},
 	}
 	for _, r := range rows {
-		c.row(p, r.name, get(r.f))
+		c.row(&t, r.name, get(r.f))
 	}
+	return &t
 }
 
 // dataDisk is f of the device under the database's files, or NaN.
@@ -337,29 +443,23 @@ func dataDisk(o *result.OS, f func(d ostat.DiskRates) float64) float64 {
 	return math.NaN()
 }
 
-func (c *Comparison) diff(p *printer) {
-	p.f("\n  what differs between the platforms (first run of each group)\n")
+func (c *Comparison) diff() *Table {
+	t := &Table{Title: "what differs between the platforms (first run of each group)", Columns: []string{"fact"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label)
+	}
 	if len(c.Diff) == 0 {
-		p.f("    nothing disclosed differs\n")
-		return
+		t.Rows = append(t.Rows, append([]string{"nothing disclosed differs"}, make([]string, len(c.Groups))...))
 	}
 	for _, d := range c.Diff {
-		var vals []string
-		long := false
+		row := []string{d.Key}
 		for _, v := range d.Values {
 			if v == "" {
 				v = "(absent)"
 			}
-			vals = append(vals, v)
-			long = long || len(v) > 24
+			row = append(row, v)
 		}
-		if !long {
-			p.f("    %-52s %s\n", clip(d.Key, 52), strings.Join(vals, " | "))
-			continue
-		}
-		p.f("    %s\n", d.Key)
-		for i, v := range vals {
-			p.f("      %-14s %s\n", clip(c.Groups[i].Label, 14), clip(v, 76))
-		}
+		t.Rows = append(t.Rows, row)
 	}
+	return t
 }

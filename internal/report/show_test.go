@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -145,7 +146,28 @@ func TestCompareText(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "compare.txt", out.Bytes())
-	if !strings.Contains(out.String(), "throughput (tps)           0.90x, 95% CI") {
+	if !strings.Contains(out.String(), "throughput (tps)   0.90x, 95% CI") {
 		t.Errorf("no verdict of a 10%% slower vm:\n%s", out.String())
+	}
+	c := NewComparison(gs)
+	out.Reset()
+	if err := CompareMarkdown(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.md", out.Bytes())
+	out.Reset()
+	if err := CompareCSV(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse: %v", err)
+	}
+	found := false
+	for _, r := range recs {
+		found = found || (r[1] == "transactions/s" && r[2] == "90.2" && r[3] == "81.2" && r[4] == "0.90x")
+	}
+	if !found {
+		t.Errorf("CSV lacks the throughput row: %q", recs)
 	}
 }
