@@ -237,6 +237,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-TIME.json)")
 	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
 	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
+	fs.IntVar(&o.Repeat, "repeat", 1, "run N times (loading at most once), writing OUT-1.json ... OUT-N.json")
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
 	fs.DurationVar(&o.Collect.Interval, "interval", time.Second, "collectors: read database and OS counters every interval")

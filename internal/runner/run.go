@@ -40,12 +40,31 @@ type RunOptions struct {
 	// StopGrace overrides how long sessions may finish after a stop.
 	StopGrace time.Duration
 	Collect   CollectOptions
+	// Repeat runs the measurement this many times (loading at most once),
+	// writing OUT-1.json ... OUT-N.json.
+	Repeat int
+}
+
+// outs returns the result files of the run or of each repetition.
+func (o *RunOptions) outs() []string {
+	if o.Repeat <= 1 {
+		return []string{o.Out}
+	}
+	ext := filepath.Ext(o.Out)
+	stem := strings.TrimSuffix(o.Out, ext)
+	var out []string
+	for i := 1; i <= o.Repeat; i++ {
+		out = append(out, fmt.Sprintf("%s-%d%s", stem, i, ext))
+	}
+	return out
 }
 
 func (o *RunOptions) validate() error {
 	switch {
 	case o.Users < 1:
 		return usage("--users %d: must be at least 1", o.Users)
+	case o.Repeat < 0 || o.Repeat > 1000:
+		return usage("--repeat %d: must be between 1 and 1000", o.Repeat)
 	case o.Duration <= 0:
 		return usage("--duration %s: must be positive (for example 60s or 10m)", o.Duration)
 	case o.Warmup < 0:
@@ -73,9 +92,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		o.Out = filepath.Join(DefaultDataDir, "results",
 			fmt.Sprintf("%s-%s.json", safeName(o.Label), time.Now().Format("20060102-150405")))
 	}
-	// Fail now, not after a ten-minute run, if the result cannot be written.
-	if err := result.CheckWritable(o.Out, o.Force); err != nil {
-		return UsageError{err}
+	// Fail now, not after a ten-minute run, if a result cannot be written.
+	outs := o.outs()
+	for _, out := range outs {
+		if err := result.CheckWritable(out, o.Force); err != nil {
+			return UsageError{err}
+		}
 	}
 	t, err := openTarget(ctx, o.Target)
 	if err != nil {
@@ -100,6 +122,20 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	for i, out := range outs {
+		if len(outs) > 1 {
+			fmt.Fprintf(o.Stderr, "repetition %d of %d\n", i+1, len(outs))
+		}
+		o.Out = out
+		if err := runOnce(ctx, t, o, serverVersion); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runOnce is one measurement against an opened, loaded target.
+func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string) error {
 
 	if o.Collect.Interval <= 0 {
 		o.Collect.Interval = time.Second

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -229,5 +230,31 @@ func TestRedactArgs(t *testing.T) {
 	}
 	if got[4] != "x" || got[0] != "run" {
 		t.Errorf("plain arguments changed: %q", got)
+	}
+}
+
+// --repeat writes one result per repetition and loads only once.
+func TestRepeat(t *testing.T) {
+	dir := t.TempDir()
+	c, out := common(t, Target{URL: "sqlite://" + filepath.Join(dir, "r.db")})
+	err := Run(context.Background(), RunOptions{Common: c, Users: 2, Duration: 700 * time.Millisecond, Label: "rep",
+		Out: filepath.Join(dir, "a.json"), Repeat: 3, Load: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := bytes.Count(out.Bytes(), []byte("loaded order-entry")); n != 1 {
+		t.Errorf("loaded %d times", n)
+	}
+	for i := 1; i <= 3; i++ {
+		r, err := result.Read(filepath.Join(dir, fmt.Sprintf("a-%d.json", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Label != "rep" || r.Summarize().Commits == 0 {
+			t.Errorf("repetition %d: %+v", i, r.Summarize())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.json")); !os.IsNotExist(err) {
+		t.Error("--repeat also wrote the unnumbered file")
 	}
 }
