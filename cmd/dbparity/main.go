@@ -48,6 +48,7 @@ func init() {
 		{"check", "verify the workload's consistency conditions", cmdCheck},
 		{"show", "print the summary of a result file", cmdShow},
 		{"compare", "compare result files grouped by label: verdicts and side-by-side tables", cmdCompare},
+		{"ab", "run the workload against two targets in interleaved rounds and compare them as pairs", cmdAB},
 		{"version", "print the version", func(context.Context, []string) error {
 			fmt.Println("dbparity", runner.Version)
 			return nil
@@ -230,25 +231,85 @@ func cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	o := runner.RunOptions{}
-	fs.IntVar(&o.Users, "users", 4, "sessions: one connection and one goroutine each")
-	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "length of the measured window")
-	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "warm-up before the measured window, not measured")
+	runFlags(fs, &o)
 	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-TIME.json)")
-	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
-	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run N times (loading at most once), writing OUT-1.json ... OUT-N.json")
-	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
-	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
-	fs.DurationVar(&o.Collect.Interval, "interval", time.Second, "collectors: read database and OS counters every interval")
-	fs.DurationVar(&o.Collect.WaitInterval, "wait-interval", 100*time.Millisecond, "collectors: sample session states every interval")
-	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "run"}, args...)
 	return runner.Run(ctx, o)
+}
+
+// runFlags binds the flags that shape a run, shared by run and ab.
+func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
+	fs.IntVar(&o.Users, "users", 4, "sessions: one connection and one goroutine each")
+	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "length of the measured window")
+	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "warm-up before the measured window, not measured")
+	fs.BoolVar(&o.Force, "force", false, "replace result files that exist")
+	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
+	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
+	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
+	fs.DurationVar(&o.Collect.Interval, "interval", time.Second, "collectors: read database and OS counters every interval")
+	fs.DurationVar(&o.Collect.WaitInterval, "wait-interval", 100*time.Millisecond, "collectors: sample session states every interval")
+	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
+}
+
+func cmdAB(ctx context.Context, args []string) error {
+	fs, c, err := newFlags("ab", args)
+	if err != nil {
+		return err
+	}
+	o := runner.ABOptions{}
+	runFlags(fs, &o.RunOptions)
+	var aURL, bURL string
+	var aSet, bSet multi
+	fs.StringVar(&aURL, "a", "", "target of side A (default --target, or --managed)")
+	fs.StringVar(&bURL, "b", "", "target of side B (default --target, or --managed)")
+	fs.Var(&aSet, "a-pg-set", "managed: a server setting name=value for side A only (repeatable)")
+	fs.Var(&bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
+	fs.StringVar(&o.LabelA, "label-a", "a", "label of side A, the baseline")
+	fs.StringVar(&o.LabelB, "label-b", "b", "label of side B")
+	fs.IntVar(&o.Rounds, "rounds", 6, "rounds: each runs A and B once, in an order drawn from --seed")
+	fs.BoolVar(&o.Reload, "reload", false, "load the workload again before every run")
+	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-ROUND.json (default dbparity-data/results/ab)")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	o.Common = c.opts
+	o.Command = append([]string{"dbparity", "ab"}, args...)
+	o.A, o.B = c.opts.Target, c.opts.Target
+	if aURL != "" {
+		o.A.URL, o.A.Managed = aURL, ""
+	}
+	if bURL != "" {
+		o.B.URL, o.B.Managed = bURL, ""
+	}
+	o.A.PGSet = append(append([]string(nil), o.A.PGSet...), aSet...)
+	o.B.PGSet = append(append([]string(nil), o.B.PGSet...), bSet...)
+	if aURL == bURL && strings.Join(aSet, ",") == strings.Join(bSet, ",") {
+		return runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres")}
+	}
+	files, err := runner.AB(ctx, o)
+	if err != nil {
+		return err
+	}
+	var runs []*result.Run
+	for _, f := range files {
+		r, err := result.Read(f)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	gs, err := compare.Groups(runs, files, o.LabelA)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	return report.CompareText(os.Stdout, report.NewComparison(gs))
 }
 
 func cmdCheck(ctx context.Context, args []string) error {

@@ -345,3 +345,27 @@ func TestCompareCommitDelay(t *testing.T) {
 	}
 	t.Logf("%s", verdict)
 }
+
+// ab runs both sides once per round and compares the rounds as pairs.
+func TestAB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads two warehouses")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := dbparity(t, dir, "ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--rounds", "2",
+		"--duration", "600ms", "--warmup", "0s", "--users", "2", "--load", "--prefix", "ab")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, f := range []string{"ab-a-1.json", "ab-b-1.json", "ab-a-2.json", "ab-b-2.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stdout, "no verdict: 2 rounds") || !strings.Contains(stderr, "round 2 of 2") {
+		t.Errorf("the comparison of 2 rounds should be paired and say it needs more:\n%s", stdout)
+	}
+	if code, _, stderr := dbparity(t, dir, "ab", "--rounds", "2"); code != 2 || !strings.Contains(stderr, "the same") {
+		t.Errorf("ab with one target: exit %d %s", code, stderr)
+	}
+}

@@ -123,10 +123,25 @@ func (m Metric) Values(g Group) []float64 {
 }
 
 // Verdicts compares group b with the baseline a on every metric, with
-// Holm's correction across them.
+// Holm's correction across them. Runs of interleaved rounds (dbparity ab)
+// are compared as pairs.
 func Verdicts(a, b Group, ms []Metric) []Verdict {
+	ra, rb, paired := Rounds(a, b)
 	var vs []Verdict
 	for _, m := range ms {
+		if paired {
+			var va, vb []float64
+			for i := range ra {
+				x, y := m.Get(ra[i]), m.Get(rb[i])
+				if !math.IsNaN(x) && !math.IsNaN(y) {
+					va, vb = append(va, x), append(vb, y)
+				}
+			}
+			if len(va) > 0 {
+				vs = append(vs, Paired(m.Name, va, vb))
+			}
+			continue
+		}
 		va, vb := m.Values(a), m.Values(b)
 		if len(va) == 0 || len(vb) == 0 {
 			continue
@@ -135,6 +150,30 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 	}
 	Decide(vs)
 	return vs
+}
+
+// Rounds pairs the runs of a and b by round when both groups come from
+// the same interleaved rounds: each round once in each group.
+func Rounds(a, b Group) (ra, rb []*result.Run, ok bool) {
+	if len(a.Runs) != len(b.Runs) {
+		return nil, nil, false
+	}
+	byRound := map[int]*result.Run{}
+	for _, r := range a.Runs {
+		if r.Round == 0 || byRound[r.Round] != nil {
+			return nil, nil, false
+		}
+		byRound[r.Round] = r
+	}
+	for _, r := range b.Runs {
+		x := byRound[r.Round]
+		if r.Round == 0 || x == nil {
+			return nil, nil, false
+		}
+		ra, rb = append(ra, x), append(rb, r)
+		delete(byRound, r.Round)
+	}
+	return ra, rb, true
 }
 
 // RunNotes lists what may make a group's runs untrustworthy: partial

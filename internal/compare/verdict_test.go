@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/dbparity/dbparity/internal/result"
 )
 
 // noisy returns n throughputs around mean with ±3% of uniform noise.
@@ -102,5 +104,23 @@ func TestTooFewRunsForTheFamily(t *testing.T) {
 	Decide(vs)
 	if vs[0].Different || !strings.Contains(vs[0].Insufficient, "with 11 metrics corrected together the test needs at least 6") {
 		t.Errorf("among 11 metrics: %+v", vs[0])
+	}
+}
+
+func TestRoundsPairRuns(t *testing.T) {
+	mk := func(label string, rounds ...int) Group {
+		g := Group{Label: label}
+		for _, r := range rounds {
+			g.Runs = append(g.Runs, &result.Run{Label: label, Round: r})
+		}
+		return g
+	}
+	if ra, rb, ok := Rounds(mk("a", 1, 2, 3), mk("b", 3, 1, 2)); !ok || ra[0].Round != 3 || rb[0].Round != 3 {
+		t.Errorf("rounds 1-3 not paired: %v", ok)
+	}
+	for _, tc := range [][2]Group{{mk("a", 1, 2), mk("b", 1, 3)}, {mk("a", 0, 1), mk("b", 0, 1)}, {mk("a", 1, 1), mk("b", 1, 2)}, {mk("a", 1), mk("b", 1, 2)}} {
+		if _, _, ok := Rounds(tc[0], tc[1]); ok {
+			t.Errorf("paired %v with %v", tc[0].Runs, tc[1].Runs)
+		}
 	}
 }

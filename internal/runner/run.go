@@ -43,6 +43,8 @@ type RunOptions struct {
 	// Repeat runs the measurement this many times (loading at most once),
 	// writing OUT-1.json ... OUT-N.json.
 	Repeat int
+	// Round is recorded in the result: the round of an interleaved A/B.
+	Round int
 }
 
 // outs returns the result files of the run or of each repetition.
@@ -240,7 +242,7 @@ func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 	w := o.Workload
 	m := w.Meta()
 	return &result.Run{
-		Schema: result.Schema, Label: o.Label,
+		Schema: result.Schema, Label: o.Label, Round: o.Round,
 		Tool:     result.Tool{Name: "dbparity", Version: Version, GoVersion: runtime.Version()},
 		Command:  RedactArgs(o.Command),
 		Start:    time.Now(),

@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// ABOptions are the options of `dbparity ab`: the same workload against
+// two targets, in rounds.
+type ABOptions struct {
+	RunOptions        // the run's settings; Target and Label are set per side
+	A, B       Target // the two targets
+	LabelA     string // default "a"
+	LabelB     string // default "b"
+	Rounds     int    // each round runs A and B once, in random order
+	Reload     bool   // load the workload before every run
+	Prefix     string // result files: PREFIX-LABEL-ROUND.json
+}
+
+// AB runs the rounds and returns the result files in the order written.
+// The order within each round is drawn from the seed, so a study can be
+// repeated exactly; it is recorded in each result's round.
+func AB(ctx context.Context, o ABOptions) ([]string, error) {
+	if o.Rounds < 1 || o.Rounds > 1000 {
+		return nil, usage("--rounds %d: must be between 1 and 1000", o.Rounds)
+	}
+	if o.LabelA == "" {
+		o.LabelA = "a"
+	}
+	if o.LabelB == "" {
+		o.LabelB = "b"
+	}
+	if o.LabelA == o.LabelB {
+		return nil, usage("--label-a and --label-b are both %q: name the two sides differently", o.LabelA)
+	}
+	if o.Prefix == "" {
+		o.Prefix = filepath.Join(DefaultDataDir, "results", "ab")
+	}
+	type side struct {
+		t     Target
+		label string
+	}
+	sides := [2]side{{o.A, o.LabelA}, {o.B, o.LabelB}}
+	name := func(s side, round int) string {
+		return fmt.Sprintf("%s-%s-%d.json", o.Prefix, safeName(s.label), round)
+	}
+	// Every file must be writable before the first round.
+	for r := 1; r <= o.Rounds; r++ {
+		for _, s := range sides {
+			if err := result.CheckWritable(name(s, r), o.Force); err != nil {
+				return nil, UsageError{err}
+			}
+		}
+	}
+	g := rand.New(rand.NewPCG(o.Seed, 0xAB))
+	var files []string
+	for r := 1; r <= o.Rounds; r++ {
+		order := []int{0, 1}
+		if g.IntN(2) == 1 {
+			order = []int{1, 0}
+		}
+		var labels []string
+		for _, k := range order {
+			labels = append(labels, sides[k].label)
+		}
+		fmt.Fprintf(o.Stderr, "round %d of %d: %s\n", r, o.Rounds, strings.Join(labels, " then "))
+		for _, k := range order {
+			s := sides[k]
+			ro := o.RunOptions
+			ro.Target, ro.Label, ro.Round, ro.Out, ro.Repeat = s.t, s.label, r, name(s, r), 1
+			if o.Reload {
+				t, err := openTarget(ctx, s.t)
+				if err != nil {
+					return files, err
+				}
+				err = load(ctx, t, ro.Common, ro.LoadWorkers)
+				t.close()
+				if err != nil {
+					return files, err
+				}
+			}
+			if err := Run(ctx, ro); err != nil {
+				return files, fmt.Errorf("round %d, %s: %w", r, s.label, err)
+			}
+			files = append(files, ro.Out)
+		}
+	}
+	return files, nil
+}
