@@ -26,12 +26,12 @@ const Schema = "dbparity.run/1"
 
 // Run is one run's result file.
 type Run struct {
-	Schema        string    `json:"schema"`
-	Tool          Tool      `json:"tool"`
-	Label         string    `json:"label"`
+	Schema string `json:"schema"`
+	Tool   Tool   `json:"tool"`
+	Label  string `json:"label"`
 	// Round is the round of an interleaved comparison (dbparity ab): the
 	// runs of two labels with the same round ran back to back.
-	Round int `json:"round,omitempty"`
+	Round         int       `json:"round,omitempty"`
 	Partial       bool      `json:"partial"`
 	PartialReason string    `json:"partial_reason,omitempty"`
 	Command       []string  `json:"command"` // credentials redacted
