@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -362,11 +364,13 @@ func cmdCompare(_ context.Context, args []string) error {
 	baseline := fs.String("baseline", "", "label of the group the others are compared with (default the first file's)")
 	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway")
 	format := fs.String("format", "text", "text, markdown or csv")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report with charts to this file")
+	groupBy := fs.String("group", "label", "group runs by label, or by a disclosed fact (driver.users, disclosure.host.kernel, ...)")
 	var flags, files []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "--baseline" || a == "-baseline" || a == "--format" || a == "-format":
+		case slices.Contains([]string{"baseline", "format", "html", "group"}, strings.TrimLeft(a, "-")):
 			flags = append(flags, a)
 			if i+1 < len(args) {
 				i++
@@ -380,7 +384,7 @@ func cmdCompare(_ context.Context, args []string) error {
 	}
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity compare [--baseline LABEL] [--format text|markdown|csv] [--force] FILE...")
+			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--format text|markdown|csv] [--html FILE] [--force] FILE...")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			return err
@@ -403,7 +407,7 @@ func cmdCompare(_ context.Context, args []string) error {
 		}
 		runs = append(runs, r)
 	}
-	gs, err := compare.Groups(runs, files, *baseline)
+	gs, err := compare.GroupBy(runs, files, *groupBy, *baseline)
 	if err != nil {
 		return runner.UsageError{Err: err}
 	}
@@ -417,5 +421,33 @@ func cmdCompare(_ context.Context, args []string) error {
 			return runner.UsageError{Err: err}
 		}
 	}
-	return render(os.Stdout, report.NewComparison(gs))
+	c := report.NewComparison(gs)
+	if *htmlOut != "" {
+		if err := writeHTML(*htmlOut, c); err != nil {
+			return err
+		}
+	}
+	return render(os.Stdout, c)
+}
+
+// writeHTML writes the HTML report through a temporary file and a rename,
+// and never over a result file.
+func writeHTML(path string, c *report.Comparison) error {
+	if _, err := result.Read(path); err == nil {
+		return runner.UsageError{Err: fmt.Errorf("--html %s is a result file: choose another name", path)}
+	}
+	var b bytes.Buffer
+	if err := report.CompareHTML(&b, c); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "HTML report written to %s\n", path)
+	return nil
 }

@@ -339,9 +339,12 @@ func TestCompareCommitDelay(t *testing.T) {
 	if !strings.Contains(stdout, "disclosure.database.settings.commit_delay") {
 		t.Errorf("the setting is not in the disclosure diff:\n%s", stdout)
 	}
-	code, md, stderr := dbparity(t, dir, append([]string{"compare", "--format", "markdown", "--baseline", "delayed"}, files...)...)
+	code, md, stderr := dbparity(t, dir, append([]string{"compare", "--format", "markdown", "--baseline", "delayed", "--html", "r.html"}, files...)...)
 	if code != 0 || !strings.Contains(md, "| throughput (tps) |") {
 		t.Errorf("markdown: exit %d %s\n%s", code, stderr, md)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "r.html")); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("HTML report: %v", err)
 	}
 	t.Logf("%s", verdict)
 }

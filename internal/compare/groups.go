@@ -22,14 +22,30 @@ type Group struct {
 // when set, is moved first. The first group is the one others are
 // compared with.
 func Groups(runs []*result.Run, files []string, baseline string) ([]Group, error) {
+	return GroupBy(runs, files, "", baseline)
+}
+
+// GroupBy groups runs by the value of a disclosed fact instead of the
+// label: key is a fact's name as the disclosure diff prints it
+// (driver.users, workload.warehouses, disclosure.host.kernel,
+// target.server_version, ...). "" or "label" groups by label.
+func GroupBy(runs []*result.Run, files []string, key, baseline string) ([]Group, error) {
 	var gs []Group
 	at := map[string]int{}
 	for i, r := range runs {
-		k, ok := at[r.Label]
+		name := r.Label
+		if key != "" && key != "label" {
+			v, ok := facts(r)[key]
+			if !ok {
+				return nil, fmt.Errorf("--group %s: %s has no such fact (facts are named like driver.users, workload.warehouses, disclosure.host.kernel, target.server_version)", key, files[i])
+			}
+			name = key + "=" + v
+		}
+		k, ok := at[name]
 		if !ok {
 			k = len(gs)
-			at[r.Label] = k
-			gs = append(gs, Group{Label: r.Label})
+			at[name] = k
+			gs = append(gs, Group{Label: name})
 		}
 		gs[k].Runs = append(gs[k].Runs, r)
 		gs[k].Files = append(gs[k].Files, files[i])
@@ -42,6 +58,9 @@ func Groups(runs []*result.Run, files []string, baseline string) ([]Group, error
 		gs[0], gs[k] = gs[k], gs[0]
 	}
 	if len(gs) < 2 {
+		if key != "" && key != "label" {
+			return nil, fmt.Errorf("every run has %s: --group needs a fact whose value differs", gs[0].Label)
+		}
 		return nil, fmt.Errorf("all runs have the label %q: compare needs two labels (run each platform with its own --label)", gs[0].Label)
 	}
 	return gs, nil
@@ -258,6 +277,16 @@ func DisclosureDiff(gs []Group) []Difference {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// facts flattens what a run discloses (host, storage, database, target,
+// workload parameters, how the load was driven) to "a.b.c" → value.
+func facts(r *result.Run) map[string]string {
+	out := map[string]string{}
+	flatten("", toMap(map[string]any{"disclosure": r.Disclosure, "target": r.Target, "workload": r.Workload.Params,
+		"driver": map[string]any{"users": r.Driver.Users, "warmup_s": r.Driver.WarmupS, "duration_s": r.Driver.DurationS},
+		"host":   map[string]any{"kernel": r.Host.Kernel, "cpu_model": r.Host.CPUModel, "cores": r.Host.Cores, "memory_bytes": r.Host.MemoryBytes}}), out)
 	return out
 }
 

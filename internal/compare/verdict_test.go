@@ -124,3 +124,25 @@ func TestRoundsPairRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupByFact(t *testing.T) {
+	var runs []*result.Run
+	var files []string
+	for i, users := range []int{8, 16, 8, 16} {
+		runs = append(runs, &result.Run{Label: "same", Driver: result.Driver{Users: users}})
+		files = append(files, fmt.Sprintf("r%d.json", i))
+	}
+	gs, err := GroupBy(runs, files, "driver.users", "driver.users=16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 2 || gs[0].Label != "driver.users=16" || len(gs[0].Runs) != 2 || gs[1].Label != "driver.users=8" {
+		t.Errorf("groups %+v", gs)
+	}
+	if _, err := GroupBy(runs, files, "no.such.fact", ""); err == nil || !strings.Contains(err.Error(), "no such fact") {
+		t.Errorf("unknown fact: %v", err)
+	}
+	if _, err := Groups(runs, files, ""); err == nil || !strings.Contains(err.Error(), "two labels") {
+		t.Errorf("one label: %v", err)
+	}
+}

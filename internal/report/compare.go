@@ -67,7 +67,11 @@ func (c *Comparison) Tables() []Table {
 	}
 	ts = append(ts, c.sideBySide()...)
 	ts = append(ts, c.profiles()...)
-	for _, f := range []func() *Table{c.waits, c.histogram, c.os, c.diff} {
+	if t := c.waits(); t != nil {
+		ts = append(ts, *t)
+	}
+	ts = append(ts, c.histograms()...)
+	for _, f := range []func() *Table{c.os, c.diff} {
 		if t := f(); t != nil {
 			ts = append(ts, *t)
 		}
@@ -351,11 +355,51 @@ func (c *Comparison) waits() *Table {
 	return t
 }
 
-func (c *Comparison) histogram() *Table {
+// histograms are the log2 latency histograms of COMMIT and of every
+// transaction type, merged exactly over each group's runs: bucket, then
+// count and % per group.
+func (c *Comparison) histograms() []Table {
+	get := func(name string) func(r *result.Run) result.Histogram {
+		return func(r *result.Run) result.Histogram {
+			if name == "" {
+				return r.Commit
+			}
+			for _, x := range r.Transactions {
+				if x.Name == name {
+					return x.Latency
+				}
+			}
+			return result.Histogram{}
+		}
+	}
+	var ts []Table
+	names := []string{""}
+	for _, t := range c.Groups[0].Runs[0].Transactions {
+		names = append(names, t.Name)
+	}
+	for _, name := range names {
+		title := "COMMIT latency, log2 buckets (all runs of each group)"
+		if name != "" {
+			title = name + " latency, log2 buckets (all runs of each group)"
+		}
+		if t := c.histogram(title, get(name)); t != nil {
+			ts = append(ts, *t)
+		}
+	}
+	return ts
+}
+
+func (c *Comparison) histogram(title string, get func(r *result.Run) result.Histogram) *Table {
 	var bs [][]metrics.Bucket
 	upTo := map[int64]bool{}
 	for _, g := range c.Groups {
-		b := commitBuckets(g.Runs[0])
+		merged := metrics.NewHistogram()
+		for _, r := range g.Runs {
+			if h, err := get(r).Decode(); err == nil {
+				merged.Merge(h)
+			}
+		}
+		b := metrics.Log2Buckets(merged)
 		bs = append(bs, b)
 		for _, x := range b {
 			upTo[x.UpToMicros] = true
@@ -364,9 +408,9 @@ func (c *Comparison) histogram() *Table {
 	if len(upTo) == 0 {
 		return nil
 	}
-	t := &Table{Title: "commit latency, % per log2 bucket (first run of each group)", Columns: []string{"bucket"}}
+	t := &Table{Title: title, Columns: []string{"bucket"}}
 	for _, g := range c.Groups {
-		t.Columns = append(t.Columns, g.Label)
+		t.Columns = append(t.Columns, g.Label+" count", g.Label+" %")
 	}
 	for u := int64(1); u <= 1<<40; u <<= 1 {
 		if !upTo[u] {
@@ -374,13 +418,14 @@ func (c *Comparison) histogram() *Table {
 		}
 		row := []string{fmt.Sprintf("< %d µs", u)}
 		for _, b := range bs {
+			var n int64
 			v := 0.0
 			for _, x := range b {
 				if x.UpToMicros == u {
-					v = x.Pct
+					n, v = x.Count, x.Pct
 				}
 			}
-			row = append(row, fmt.Sprintf("%.1f%%", v))
+			row = append(row, fmt.Sprint(n), fmt.Sprintf("%.1f%%", v))
 		}
 		t.Rows = append(t.Rows, row)
 	}

@@ -1,0 +1,245 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// palette colours the groups, baseline first.
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+
+func colour(i int) string { return palette[i%len(palette)] }
+
+type line struct {
+	name   string
+	colour string
+	dash   bool
+	x, y   []float64
+}
+
+// lineChart draws lines in an SVG of fixed size, axes from zero.
+func lineChart(title, xLabel, yLabel string, lines []line) template.HTML {
+	const w, h, left, bottom, top, right = 760.0, 260.0, 60.0, 36.0, 28.0, 150.0
+	var maxX, maxY float64
+	for _, l := range lines {
+		for i := range l.x {
+			maxX, maxY = math.Max(maxX, l.x[i]), math.Max(maxY, l.y[i])
+		}
+	}
+	if maxX == 0 || maxY == 0 {
+		return ""
+	}
+	maxY *= 1.1
+	px := func(x float64) float64 { return left + x/maxX*(w-left-right) }
+	py := func(y float64) float64 { return h - bottom - y/maxY*(h-bottom-top) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" role="img" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" xmlns="http://www.w3.org/2000/svg">`, w, h, w, h)
+	fmt.Fprintf(&b, `<title>%s</title><text x="%.0f" y="18" class="ct">%s</text>`, html.EscapeString(title), left, html.EscapeString(title))
+	axes(&b, left, h-bottom, w-right, top, maxX, maxY, xLabel, yLabel)
+	for i, l := range lines {
+		var pts []string
+		for k := range l.x {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(l.x[k]), py(l.y[k])))
+		}
+		dash := ""
+		if l.dash {
+			dash = ` stroke-dasharray="5,3"`
+		}
+		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`, l.colour, dash, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" class="lg" fill="%s">%s</text>`, w-right+10, top+14*float64(i+1), l.colour, html.EscapeString(l.name))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func axes(b *strings.Builder, x0, y0, x1, y1, maxX, maxY float64, xLabel, yLabel string) {
+	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" class="ax"/>`, x0, y0, x1, y0)
+	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" class="ax"/>`, x0, y0, x0, y1)
+	for i := 0; i <= 4; i++ {
+		y := y0 - float64(i)/4*(y0-y1)
+		fmt.Fprintf(b, `<text x="%.0f" y="%.0f" class="tk" text-anchor="end">%s</text>`, x0-4, y+4, short(maxY*float64(i)/4))
+		if maxX > 0 {
+			x := x0 + float64(i)/4*(x1-x0)
+			fmt.Fprintf(b, `<text x="%.0f" y="%.0f" class="tk" text-anchor="middle">%s</text>`, x, y0+14, short(maxX*float64(i)/4))
+		}
+	}
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" class="tk" text-anchor="middle">%s</text>`, (x0+x1)/2, y0+30, html.EscapeString(xLabel))
+	fmt.Fprintf(b, `<text x="14" y="%.0f" class="tk" transform="rotate(-90 14 %.0f)" text-anchor="middle">%s</text>`, (y0+y1)/2, (y0+y1)/2, html.EscapeString(yLabel))
+}
+
+func short(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
+}
+
+// barChart draws grouped bars: one group of bars per category, one bar
+// per series.
+func barChart(title, yLabel string, categories []string, names []string, values [][]float64) template.HTML {
+	const w, h, left, bottom, top = 760.0, 240.0, 60.0, 44.0, 28.0
+	var maxY float64
+	for _, s := range values {
+		for _, v := range s {
+			maxY = math.Max(maxY, v)
+		}
+	}
+	if maxY == 0 || len(categories) == 0 {
+		return ""
+	}
+	maxY *= 1.1
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" role="img" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" xmlns="http://www.w3.org/2000/svg">`, w, h, w, h)
+	fmt.Fprintf(&b, `<title>%s</title><text x="%.0f" y="18" class="ct">%s</text>`, html.EscapeString(title), left, html.EscapeString(title))
+	const right = 170.0 // room for the legend
+	axes(&b, left, h-bottom, w-right, top, 0, maxY, "", yLabel)
+	slot := (w - right - left) / float64(len(categories))
+	bw := slot * 0.8 / float64(len(values))
+	for ci, cat := range categories {
+		x0 := left + float64(ci)*slot + slot*0.1
+		for si, s := range values {
+			v := s[ci]
+			bh := v / maxY * (h - bottom - top)
+			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.1f</title></rect>`,
+				x0+float64(si)*bw, h-bottom-bh, bw, bh, colour(si), html.EscapeString(names[si]), html.EscapeString(cat), v)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" class="tk" text-anchor="middle">%s</text>`, x0+slot*0.4, h-bottom+14, html.EscapeString(cat))
+	}
+	for si, n := range names {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" class="lg" fill="%s">%s</text>`, w-right+10, top+14*float64(si+1), colour(si), html.EscapeString(n))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// charts of a comparison: throughput over time of every run, latency
+// histograms side by side, CPU split over time.
+func (c *Comparison) charts() []template.HTML {
+	var out []template.HTML
+	var tps []line
+	for gi, g := range c.Groups {
+		for ri, r := range g.Runs {
+			l := line{name: fmt.Sprintf("%s #%d", g.Label, ri+1), colour: colour(gi), dash: ri > 0}
+			for _, iv := range r.Series {
+				if iv.Seconds > 0.5 {
+					l.x, l.y = append(l.x, iv.At), append(l.y, iv.TPS())
+				}
+			}
+			tps = append(tps, l)
+		}
+	}
+	out = append(out, lineChart("throughput over time, every run", "seconds from the start", "transactions/s", tps))
+
+	hist := func(title string, get func(r *result.Run) result.Histogram) {
+		var bs [][]metrics.Bucket
+		var names []string
+		present := map[int64]bool{}
+		for _, g := range c.Groups {
+			h, err := get(g.Runs[0]).Decode()
+			if err != nil {
+				return
+			}
+			b := metrics.Log2Buckets(h)
+			for _, x := range b {
+				present[x.UpToMicros] = true
+			}
+			bs, names = append(bs, b), append(names, g.Label)
+		}
+		var cats []string
+		vals := make([][]float64, len(bs))
+		for u := int64(1); u <= 1<<40; u <<= 1 {
+			if !present[u] {
+				continue
+			}
+			cats = append(cats, "<"+short(float64(u))+"µs")
+			for i, b := range bs {
+				v := 0.0
+				for _, x := range b {
+					if x.UpToMicros == u {
+						v = x.Pct
+					}
+				}
+				vals[i] = append(vals[i], v)
+			}
+		}
+		out = append(out, barChart(title, "% of transactions", cats, names, vals))
+	}
+	hist("COMMIT latency, log2 buckets (first run of each group)", func(r *result.Run) result.Histogram { return r.Commit })
+	for _, t := range c.Groups[0].Runs[0].Transactions {
+		name := t.Name
+		hist(name+" latency, log2 buckets", func(r *result.Run) result.Histogram {
+			for _, x := range r.Transactions {
+				if x.Name == name {
+					return x.Latency
+				}
+			}
+			return result.Histogram{}
+		})
+	}
+	for _, g := range c.Groups {
+		r := g.Runs[0]
+		if r.OS == nil || len(r.OS.Series) == 0 {
+			continue
+		}
+		start := r.OS.Series[0].From
+		var ls []line
+		for k, f := range []struct {
+			name string
+			get  func(i int) float64
+		}{
+			{"user", func(i int) float64 { return r.OS.Series[i].CPUUserPct }},
+			{"sys", func(i int) float64 { return r.OS.Series[i].CPUSystemPct }},
+			{"iowait", func(i int) float64 { return r.OS.Series[i].CPUIowaitPct }},
+			{"steal", func(i int) float64 { return r.OS.Series[i].CPUStealPct }},
+		} {
+			l := line{name: f.name, colour: palette[(k+2)%len(palette)]}
+			for i, s := range r.OS.Series {
+				l.x, l.y = append(l.x, s.To.Sub(start).Seconds()), append(l.y, f.get(i))
+			}
+			ls = append(ls, l)
+		}
+		out = append(out, lineChart("CPU split over time: "+g.Label+" (first run)", "seconds", "% of all CPUs", ls))
+	}
+	return out
+}
+
+var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
+h1{font-size:20px}h2{font-size:16px;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+td:first-child,th:first-child{text-align:left}td.wide{text-align:left;white-space:normal}
+.chart{display:block;margin:1em 0;border:1px solid #eee}.ax{stroke:#888}.tk{font-size:11px;fill:#555}.ct{font-size:13px;font-weight:bold}.lg{font-size:12px}
+.note{color:#666}
+</style></head><body>
+<h1>{{.Title}}</h1>{{if .Disclaimer}}<p class="note">{{.Disclaimer}}</p>{{end}}
+{{range .Charts}}{{.}}{{end}}
+{{range .Tables}}<h2>{{.Title}}</h2><table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if gt (len .) 40}} class="wide"{{end}}>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+<p class="note">Written by dbparity. This file fetches nothing: charts are inline SVG.</p>
+</body></html>
+`))
+
+// CompareHTML writes the comparison as one self-contained HTML file:
+// inline SVG charts and the tables; no script, font or style is fetched.
+func CompareHTML(w io.Writer, c *Comparison) error {
+	return page.Execute(w, struct {
+		Title, Disclaimer string
+		Charts            []template.HTML
+		Tables            []Table
+	}{c.title(), c.Groups[0].Runs[0].Workload.Disclaimer, c.charts(), c.Tables()})
+}

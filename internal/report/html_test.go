@@ -1,0 +1,116 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/metrics"
+)
+
+// chromium finds the distribution's Chromium, or skips (fails under
+// CI=true, where .ci/run installs it).
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but Chromium is not installed (.ci/run installs it)")
+	}
+	t.Skip("Chromium is not installed: apt-get install chromium")
+	return ""
+}
+
+// The HTML report loads in a real headless browser without errors, fetches
+// nothing, and its charts render: the DOM holds them and the screenshot
+// has their ink.
+func TestCompareHTMLInChromium(t *testing.T) {
+	a, fa := runs(t, "native", 6, 1)
+	b, fb := runs(t, "vm", 6, 0.9)
+	for i, r := range append(a, b...) { // a throughput series for the chart
+		for k := range 20 {
+			r.Series = append(r.Series, metrics.Interval{At: float64(k + 1), Seconds: 1, Phase: "measure",
+				Commits: int64(900 + 10*i + 30*(k%3))})
+		}
+	}
+	gs, err := compare.Groups(append(a, b...), append(fa, fb...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := CompareHTML(&page, NewComparison(gs)); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	for _, banned := range []string{"http://", "https://", "<script src", "<link"} {
+		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), banned) {
+			t.Errorf("the page refers to %q: it must work offline", banned)
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	os.WriteFile(file, page.Bytes(), 0o644)
+	bin := chromium(t)
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0"}
+	out, err := exec.Command(bin, append(flags, "--dump-dom", "file://"+file)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	dom := string(out)
+	if !strings.Contains(dom, "<polyline") {
+		t.Error("the throughput chart has no line in the rendered DOM")
+	}
+	if n := strings.Count(dom, "<svg"); n < 3 {
+		t.Errorf("%d charts in the rendered DOM, want at least 3", n)
+	}
+	if !strings.Contains(dom, `class="bar"`) || !strings.Contains(dom, "<table>") {
+		t.Error("histogram bars or tables missing from the rendered DOM")
+	}
+	shot := filepath.Join(dir, "shot.png")
+	if p := os.Getenv("DBPARITY_KEEP_SCREENSHOT"); p != "" {
+		shot = p // to look at it
+	}
+	cmd := exec.Command(bin, append(flags, "--screenshot="+shot, "--window-size=1100,900", "file://"+file)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium --screenshot: %v", err)
+	}
+	if s := stderr.String(); strings.Contains(s, "Uncaught") || strings.Contains(s, "CONSOLE") {
+		t.Errorf("the page logged script errors:\n%s", s)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first chart's coloured bars/lines: count pixels of the palette's
+	// saturated colours (not grey text, not white).
+	coloured := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			mx, mn := max(r, g, b), min(r, g, b)
+			if mx-mn > 0x4000 {
+				coloured++
+			}
+		}
+	}
+	if coloured < 500 {
+		t.Errorf("the screenshot has %d coloured pixels: the charts did not render", coloured)
+	}
+}
