@@ -333,7 +333,7 @@ func TestCompareCommitDelay(t *testing.T) {
 		t.Fatalf("no verdict of a difference: %q\n%s", verdict, stdout)
 	}
 	ratio, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSuffix(f[2], ","), "x"), 64)
-	if err != nil || ratio <= 1 {
+	if err != nil || ratio <= 1 || !strings.Contains(verdict, "(better)") {
 		t.Errorf("commits without delay are not faster: %q", verdict)
 	}
 	if !strings.Contains(stdout, "disclosure.database.settings.commit_delay") {

@@ -157,7 +157,9 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 				}
 			}
 			if len(va) > 0 {
-				vs = append(vs, Paired(m.Name, va, vb))
+				v := Paired(m.Name, va, vb)
+				v.LowerIsBetter = m.Lower
+				vs = append(vs, v)
 			}
 			continue
 		}
@@ -165,7 +167,9 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 		if len(va) == 0 || len(vb) == 0 {
 			continue
 		}
-		vs = append(vs, Unpaired(m.Name, va, vb))
+		v := Unpaired(m.Name, va, vb)
+		v.LowerIsBetter = m.Lower
+		vs = append(vs, v)
 	}
 	Decide(vs)
 	return vs

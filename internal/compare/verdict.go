@@ -25,8 +25,11 @@ type Verdict struct {
 	Insufficient string `json:"insufficient,omitempty"`
 	// minP is the smallest p-value the test can give with these sizes.
 	minP      float64
-	Different bool     `json:"different"`
-	Notes     []string `json:"notes,omitempty"` // high variation and the like
+	Different bool `json:"different"`
+	// LowerIsBetter is set for latency and cost: a ratio below 1 is then
+	// the better side.
+	LowerIsBetter bool     `json:"lower_is_better,omitempty"`
+	Notes         []string `json:"notes,omitempty"` // high variation and the like
 }
 
 // variationNote flags a group whose spread (median absolute deviation over
@@ -151,5 +154,10 @@ func (v Verdict) String() string {
 	case !v.Different:
 		return fmt.Sprintf("~ (%.2fx, 95%% CI [%.2f, %.2f], p=%.2g, %s: no difference above the noise)", v.Ratio, v.Lo, v.Hi, v.PAdj, n)
 	}
-	return fmt.Sprintf("%.2fx, 95%% CI [%.2f, %.2f], p=%.2g, %s", v.Ratio, v.Lo, v.Hi, v.PAdj, n)
+	better := (v.Ratio > 1) != v.LowerIsBetter
+	word := "worse"
+	if better {
+		word = "better"
+	}
+	return fmt.Sprintf("%.2fx (%s), 95%% CI [%.2f, %.2f], p=%.2g, %s", v.Ratio, word, v.Lo, v.Hi, v.PAdj, n)
 }

@@ -48,7 +48,7 @@ func TestTenPercentShiftIsFlagged(t *testing.T) {
 	if !v.Different || v.Ratio > 0.93 || v.Ratio < 0.87 || v.Hi >= 1 || v.P > 0.001 {
 		t.Fatalf("10%% slower B: %+v", v)
 	}
-	if s := v.String(); !strings.HasPrefix(s, fmt.Sprintf("%.2fx, 95%% CI", v.Ratio)) || !strings.Contains(s, "n=10+10") {
+	if s := v.String(); !strings.HasPrefix(s, fmt.Sprintf("%.2fx (worse), 95%% CI", v.Ratio)) || !strings.Contains(s, "n=10+10") {
 		t.Errorf("verdict reads %q", s)
 	}
 	// The same in interleaved rounds.
@@ -144,5 +144,16 @@ func TestGroupByFact(t *testing.T) {
 	}
 	if _, err := Groups(runs, files, ""); err == nil || !strings.Contains(err.Error(), "two labels") {
 		t.Errorf("one label: %v", err)
+	}
+}
+
+func TestLowerIsBetter(t *testing.T) {
+	v := Verdict{Ratio: 0.8, Lo: 0.7, Hi: 0.9, Different: true, LowerIsBetter: true}
+	if !strings.Contains(v.String(), "(better)") {
+		t.Errorf("20%% lower latency: %q", v)
+	}
+	v.LowerIsBetter = false
+	if !strings.Contains(v.String(), "(worse)") {
+		t.Errorf("20%% lower throughput: %q", v)
 	}
 }
