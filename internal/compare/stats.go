@@ -168,14 +168,19 @@ func exactMannWhitney(u float64, n1, n2 int) float64 {
 		}
 		prev = cur
 	}
-	dist := prev[n2]
+	return twoSided(prev[n2], u)
+}
+
+// twoSided is the two-sided p-value of a statistic whose null
+// distribution counts dist[k] ways of taking the value k.
+func twoSided(dist []float64, stat float64) float64 {
 	var total, below, above float64
 	for k, c := range dist {
 		total += c
-		if float64(k) <= u {
+		if float64(k) <= stat {
 			below += c
 		}
-		if float64(k) >= u {
+		if float64(k) >= stat {
 			above += c
 		}
 	}
@@ -231,17 +236,7 @@ func exactWilcoxon(w float64, n int) float64 {
 			dist[s] += dist[s-r]
 		}
 	}
-	var total, below, above float64
-	for s, c := range dist {
-		total += c
-		if float64(s) <= w {
-			below += c
-		}
-		if float64(s) >= w {
-			above += c
-		}
-	}
-	return math.Min(1, 2*math.Min(below, above)/total)
+	return twoSided(dist, w)
 }
 
 // MinPaired is the fewest interleaved pairs for which the signed-rank test
