@@ -25,6 +25,7 @@ import (
 	"github.com/dbparity/dbparity/internal/runner"
 	"github.com/dbparity/dbparity/internal/workload"
 	_ "github.com/dbparity/dbparity/internal/workload/orderentry" // registers order-entry
+	_ "github.com/dbparity/dbparity/internal/workload/slob"       // registers slob
 )
 
 // Exit codes; documented in the README.

@@ -24,9 +24,9 @@ func orderEntry(t *testing.T) workload.Workload {
 	return w
 }
 
-func common(t *testing.T, tg Target) (Common, *bytes.Buffer) {
-	var out bytes.Buffer
-	return Common{Target: tg, Workload: orderEntry(t), Seed: 1, Stdout: &out, Stderr: &out}, &out
+func common(t *testing.T, tg Target) (Common, *bytesBuffer) {
+	out := &bytesBuffer{}
+	return Common{Target: tg, Workload: orderEntry(t), Seed: 1, Stdout: out, Stderr: out}, out
 }
 
 // countRows reads one count(*) through a fresh connection.
