@@ -39,6 +39,19 @@ func managedTarget(t *testing.T) Target {
 	return Target{Managed: "postgres", PGData: filepath.Join(dir, "data"), PGSet: []string{"fsync=off", "autovacuum=off"}}
 }
 
+// managedServer starts a cluster the test holds for its whole length and
+// returns a plain target on it (commands then do not start and stop it).
+func managedServer(t *testing.T) (Target, *managed.Instance) {
+	t.Helper()
+	tg := managedTarget(t)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: tg.PGData, Settings: tg.PGSet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	return Target{URL: inst.URL()}, inst
+}
+
 // dbCounters reads the database's own transaction counters.
 func dbCounters(t *testing.T, tg Target) (commits, rollbacks int64) {
 	t.Helper()
@@ -108,14 +121,8 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 // Sessions whose connections the server kills reconnect and go on; the
 // lost transactions are counted as connection errors, never retried.
 func TestReconnectAfterTerminatedBackends(t *testing.T) {
-	tg := managedTarget(t)
 	ctx := context.Background()
-	inst, err := managed.Start(ctx, managed.Options{DataDir: tg.PGData, Settings: tg.PGSet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Stop()
-	direct := Target{URL: inst.URL()}
+	direct, inst := managedServer(t)
 	c, out := common(t, direct)
 	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
 		t.Fatalf("load: %v\n%s", err, out)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 	"github.com/dbparity/dbparity/internal/workload"
 	_ "github.com/dbparity/dbparity/internal/workload/slob"
 )
@@ -33,14 +32,8 @@ func slob(t *testing.T, args ...string) workload.Workload {
 // no WAL, UPDATE_PCT=100 makes every operation an update: checked against
 // the server's own counters.
 func TestSlobOnPostgres(t *testing.T) {
-	tg := managedTarget(t)
 	ctx := context.Background()
-	inst, err := managed.Start(ctx, managed.Options{DataDir: tg.PGData, Settings: tg.PGSet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Stop()
-	direct := Target{URL: inst.URL()}
+	direct, _ := managedServer(t)
 	var out bytesBuffer
 	c := Common{Target: direct, Workload: slob(t, "--schemas", "2", "--scale", "3000", "--work-unit", "8"), Seed: 1, Stdout: &out, Stderr: &out}
 	if err := Load(ctx, LoadOptions{Common: c}); err != nil {

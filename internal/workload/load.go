@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,4 +170,31 @@ func ReadMeta(ctx context.Context, c target.Conn, d target.Dialect, name string)
 	}
 	m.LoadedAt, _ = time.Parse(time.RFC3339, at)
 	return &m, nil
+}
+
+// Recreate starts a load: it forgets the workload's earlier load first (so
+// a load that fails halfway is never measured), drops its tables and runs
+// the DDL. It returns the connection, for WriteMeta when the load is done.
+func Recreate(ctx context.Context, env *LoadEnv, workload string, tables, ddl []string) (target.Conn, error) {
+	c, err := env.Target.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ForgetMeta(ctx, c, env.Target.Dialect, workload); err != nil {
+		c.Close()
+		return nil, err
+	}
+	for _, t := range tables {
+		if _, err := c.Exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("drop %s: %w", t, err)
+		}
+	}
+	for _, q := range ddl {
+		if _, err := c.Exec(ctx, q); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", strings.Join(strings.Fields(q)[:min(3, len(strings.Fields(q)))], " "), err)
+		}
+	}
+	return c, nil
 }

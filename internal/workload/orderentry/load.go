@@ -14,24 +14,15 @@ import (
 // district on its own) that run in parallel where the dialect allows.
 func (o *OrderEntry) Load(ctx context.Context, env *workload.LoadEnv) error {
 	d := env.Target.Dialect
-	c, err := env.Target.Connect(ctx)
+	var ddl []string
+	for i := range tables {
+		ddl = append(ddl, createSQL(d, i))
+	}
+	c, err := workload.Recreate(ctx, env, name, TableNames(), ddl)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	// Forget the old load first: if this one fails halfway, run refuses the
-	// half-loaded tables instead of measuring them.
-	if err := workload.ForgetMeta(ctx, c, d, name); err != nil {
-		return err
-	}
-	for i := range tables {
-		if _, err := c.Exec(ctx, dropSQL(i)); err != nil {
-			return fmt.Errorf("drop %s: %w", tables[i].name, err)
-		}
-		if _, err := c.Exec(ctx, createSQL(d, i)); err != nil {
-			return fmt.Errorf("create %s: %w", tables[i].name, err)
-		}
-	}
 	lc := loadConstants(env.Seed)
 	now := time.Now().UTC().Truncate(time.Second)
 	if err := workload.RunUnits(ctx, env, o.dataUnits(env.Seed, lc, now)); err != nil {
@@ -56,6 +47,15 @@ func expectedRows(w int) map[string]int64 {
 		"orders": n * districtsPerWH * ordersPerDist, "new_order": n * districtsPerWH * (ordersPerDist - firstNewOrder + 1),
 		"order_line": n * districtsPerWH * ordersPerDist * 10, "item": numItems, "stock": n * stockPerWarehouse,
 	}
+}
+
+// TableNames lists the nine tables in load order.
+func TableNames() []string {
+	var n []string
+	for _, t := range tables {
+		n = append(n, t.name)
+	}
+	return n
 }
 
 func (o *OrderEntry) Tables() []workload.Table {

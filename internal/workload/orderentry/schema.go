@@ -60,5 +60,3 @@ func createSQL(d target.Dialect, t int) string {
 func primaryKeySQL(t int) string {
 	return "ALTER TABLE " + tables[t].name + " ADD PRIMARY KEY (" + tables[t].pk + ")"
 }
-
-func dropSQL(t int) string { return "DROP TABLE IF EXISTS " + tables[t].name }

@@ -111,28 +111,20 @@ func createSQL(d target.Dialect, schema int) string {
 
 func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	d := env.Target.Dialect
-	c, err := env.Target.Connect(ctx)
+	var names, ddl []string
+	for i := 1; i <= s.Schemas; i++ {
+		names = append(names, table(i))
+		ddl = append(ddl, createSQL(d, i))
+		if d == target.Postgres {
+			// The pad is stored plainly, never compressed or moved out of line.
+			ddl = append(ddl, "ALTER TABLE "+table(i)+" ALTER COLUMN pad SET STORAGE PLAIN")
+		}
+	}
+	c, err := workload.Recreate(ctx, env, name, names, ddl)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := workload.ForgetMeta(ctx, c, d, name); err != nil {
-		return err
-	}
-	for i := 1; i <= s.Schemas; i++ {
-		if _, err := c.Exec(ctx, "DROP TABLE IF EXISTS "+table(i)); err != nil {
-			return fmt.Errorf("drop %s: %w", table(i), err)
-		}
-		if _, err := c.Exec(ctx, createSQL(d, i)); err != nil {
-			return fmt.Errorf("create %s: %w", table(i), err)
-		}
-		if d == target.Postgres {
-			// The pad is stored plainly, never compressed or moved out of line.
-			if _, err := c.Exec(ctx, "ALTER TABLE "+table(i)+" ALTER COLUMN pad SET STORAGE PLAIN"); err != nil {
-				return err
-			}
-		}
-	}
 	var units []workload.Unit
 	for sc := 1; sc <= s.Schemas; sc++ {
 		for from := 1; from <= s.Scale; from += chunk {
