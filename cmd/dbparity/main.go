@@ -248,7 +248,7 @@ func cmdRun(ctx context.Context, args []string) error {
 
 // runFlags binds the flags that shape a run, shared by run and ab.
 func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
-	fs.IntVar(&o.Users, "users", 4, "sessions: one connection and one goroutine each")
+	fs.IntVar(&o.Users, "users", 0, "sessions, one connection and one goroutine each (default 4; slob: schemas × threads-per-schema)")
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "length of the measured window")
 	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "warm-up before the measured window, not measured")
 	fs.BoolVar(&o.Force, "force", false, "replace result files that exist")

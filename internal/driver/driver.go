@@ -62,6 +62,10 @@ type Config struct {
 	// AbortAfter ends the run when every transaction has failed for this
 	// long (default 10s): a broken run must not pass for a slow one.
 	AbortAfter time.Duration
+	// Ready, if set, is called once every session is connected, before the
+	// clock starts; the run starts when it returns. Several runs driven at
+	// once (one per target) meet there, so their windows coincide.
+	Ready func(ctx context.Context) error
 }
 
 // Status is the live state shown on the progress line.
@@ -160,6 +164,7 @@ type run struct {
 	cfg      Config
 	phase    atomic.Int32
 	stop     atomic.Bool
+	stopped  chan struct{} // closed with stop: wakes sessions that think
 	sessions []*session
 }
 
@@ -176,11 +181,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.AbortAfter <= 0 {
 		cfg.AbortAfter = 10 * time.Second
 	}
-	r := &run{cfg: cfg}
+	r := &run{cfg: cfg, stopped: make(chan struct{})}
 	n := len(cfg.TxTypes)
 	conns, err := connectAll(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Ready != nil {
+		if err := cfg.Ready(ctx); err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, err
+		}
 	}
 	for range cfg.Users {
 		s := &session{commit: metrics.NewRecorder(), interval: metrics.NewRecorder(), first: map[string]string{}}
@@ -337,6 +350,7 @@ func (m *monitor) stop(now time.Time, reason string) {
 		m.setPhase(Drain, now)
 	}
 	r.stop.Store(true)
+	close(r.stopped)
 	if reason != "" {
 		res.Partial, res.Reason = true, reason
 	}
@@ -530,6 +544,17 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 			backoff = min(2*backoff, 2*time.Second)
 		} else {
 			backoff = 100 * time.Millisecond
+		}
+		if th, ok := w.(workload.Thinker); ok {
+			if d := th.Think(); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-r.stopped:
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
 		}
 	}
 }

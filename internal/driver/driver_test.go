@@ -196,3 +196,54 @@ func TestReconnectsAfterLostConnection(t *testing.T) {
 		t.Errorf("lost connections not counted: %v", res.Phases[Measure].Classes)
 	}
 }
+
+// thinker runs no-op transactions and thinks 20 ms after each.
+type thinker struct{ fakeWorker }
+
+func (w *thinker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+	return workload.Outcome{}, nil
+}
+func (w *thinker) Think() time.Duration { return 20 * time.Millisecond }
+
+// Think time paces a session and is in no latency; a stop wakes a
+// thinking session at once.
+func TestThinkTime(t *testing.T) {
+	cfg := Config{Users: 2, Duration: 500 * time.Millisecond, TxTypes: []string{"a", "b"}, Tick: 100 * time.Millisecond,
+		StopGrace: time.Second,
+		NewWorker: func(int) workload.Worker { return &thinker{} },
+		Connect:   func(context.Context) (target.Conn, error) { return &fakeConn{}, nil }}
+	var ready atomic.Int32
+	cfg.Ready = func(context.Context) error { ready.Add(1); return nil }
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready.Load() != 1 {
+		t.Errorf("Ready called %d times", ready.Load())
+	}
+	var n int64
+	for _, c := range res.Phases[Measure].Committed {
+		n += c
+	}
+	// 2 sessions × 500 ms / 20 ms = 50 transactions.
+	if n < 40 || n > 54 {
+		t.Errorf("%d transactions in 500 ms with 20 ms think time and 2 sessions, want about 50", n)
+	}
+	for i, h := range res.Latency {
+		if h.Count() > 0 && h.Max() > 5*time.Millisecond {
+			t.Errorf("type %d: max latency %v includes think time", i, h.Max())
+		}
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Errorf("run took %v: thinking sessions did not stop promptly", d)
+	}
+}
+
+func TestReadyErrorStopsTheRun(t *testing.T) {
+	cfg := config("", nil)
+	cfg.Ready = func(context.Context) error { return errors.New("another target failed") }
+	if _, err := Run(context.Background(), cfg); err == nil || err.Error() != "another target failed" {
+		t.Errorf("err = %v", err)
+	}
+}

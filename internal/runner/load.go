@@ -77,7 +77,13 @@ func load(ctx context.Context, t *opened, c Common, workers int) error {
 	done := prog.Done.Load()
 	fmt.Fprintf(c.Stdout, "loaded %s: %s rows in %s (%.0f rows/s)\n", w.Meta().Name, count(done),
 		elapsed.Round(100*time.Millisecond), float64(done)/elapsed.Seconds())
-	return tableReport(ctx, t, c)
+	if err := tableReport(ctx, t, c); err != nil {
+		return err
+	}
+	for _, n := range prog.Notes() {
+		fmt.Fprintf(c.Stdout, "  %s\n", n)
+	}
+	return nil
 }
 
 // tableReport prints each table's rows, the rows the specification

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,8 @@ var Version = "0.1.0-dev"
 // RunOptions are the options of `dbparity run`.
 type RunOptions struct {
 	Common
+	// Users is the number of sessions; 0 lets the workload decide (slob:
+	// schemas × threads per schema), or 4.
 	Users    int
 	Duration time.Duration
 	Warmup   time.Duration
@@ -63,7 +66,7 @@ func (o *RunOptions) outs() []string {
 
 func (o *RunOptions) validate() error {
 	switch {
-	case o.Users < 1:
+	case o.Users < 0:
 		return usage("--users %d: must be at least 1", o.Users)
 	case o.Repeat < 0 || o.Repeat > 1000:
 		return usage("--repeat %d: must be between 1 and 1000", o.Repeat)
@@ -118,6 +121,9 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	if err := checkExplicit(ctx, t, o.Common); err != nil {
+		return err
+	}
+	if o.Users, err = sessions(o); err != nil {
 		return err
 	}
 	serverVersion, err := serverVersion(ctx, t)
@@ -208,6 +214,25 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 		return fmt.Errorf("run failed: no transaction committed, %d errors (first: %s)", s.Errors, firstError(r))
 	}
 	return nil
+}
+
+// sessions resolves --users against what the workload asks for.
+func sessions(o RunOptions) (int, error) {
+	ws, ok := o.Workload.(workload.Sessions)
+	if !ok {
+		if o.Users == 0 {
+			return 4, nil
+		}
+		return o.Users, nil
+	}
+	n, flag := ws.Sessions()
+	switch {
+	case o.Users == 0:
+		return n, nil
+	case o.Users != n && slices.Contains(o.Explicit, flag):
+		return 0, usage("--users %d contradicts --%s, which asks for %d sessions: give one of the two", o.Users, flag, n)
+	}
+	return o.Users, nil
 }
 
 func firstError(r *result.Run) string {

@@ -56,6 +56,24 @@ func queryRow(t *testing.T, tg Target, query string, dest ...any) {
 	}
 }
 
+// execSQL runs one statement through a fresh connection.
+func execSQL(t *testing.T, tg Target, query string) {
+	t.Helper()
+	o, err := openTarget(context.Background(), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	c, err := o.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Exec(context.Background(), query); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
 // allPhases adds a transaction type's commits over every phase: what the
 // database saw, warm-up and drain included.
 func allPhases(r *result.Run, tx string) int64 {

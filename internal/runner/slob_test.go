@@ -48,15 +48,20 @@ func TestSlobOnPostgres(t *testing.T) {
 		t.Errorf("slob_1 takes %d bytes for 3000 rows, want 3000 blocks of 8 KB", size)
 	}
 
-	counters := func() (updated, wal float64) {
+	counters := func() (updated, wal, written float64) {
 		queryRow(t, direct, `SELECT (SELECT tup_updated FROM pg_stat_database WHERE datname = current_database())::float8,
-			(SELECT wal_bytes FROM pg_stat_wal)::float8`, &updated, &wal)
+			(SELECT wal_bytes FROM pg_stat_wal)::float8,
+			(SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter)::float8`, &updated, &wal, &written)
 		return
 	}
-	run := func(pct string) *result.Run {
-		c.Workload = slob(t, "--work-unit", "8", "--update-pct", pct)
+	checkpoint := func() {
+		execSQL(t, direct, "CHECKPOINT")
+	}
+	run := func(args ...string) *result.Run {
+		c.Workload = slob(t, append([]string{"--work-unit", "8"}, args...)...)
+		c.Explicit = []string{"threads-per-schema"}
 		path := filepath.Join(t.TempDir(), "s.json")
-		err := Run(ctx, RunOptions{Common: c, Users: 2, Duration: 1500 * time.Millisecond, Warmup: 0, Label: "slob" + pct,
+		err := Run(ctx, RunOptions{Common: c, Duration: 1500 * time.Millisecond, Warmup: 0, Label: "slob",
 			Out: path, Collect: CollectOptions{Off: true}})
 		if err != nil {
 			t.Fatalf("run: %v\n%s", err, out.String())
@@ -65,32 +70,64 @@ func TestSlobOnPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(1200 * time.Millisecond) // backends publish their counters within a second of exiting
 		return r
 	}
-	u0, w0 := counters()
-	r := run("0")
-	time.Sleep(1200 * time.Millisecond) // backends publish their counters within a second of exiting
-	u1, w1 := counters()
+	checkpoint()
+	u0, w0, b0 := counters()
+	r := run("--update-pct", "0", "--threads-per-schema", "2")
+	checkpoint()
+	u1, w1, b1 := counters()
+	if r.Driver.Users != 4 {
+		t.Errorf("2 schemas × 2 threads per schema ran %d sessions", r.Driver.Users)
+	}
 	if u1 != u0 || r.Transactions[1].Committed != 0 || r.Transactions[0].Committed == 0 {
 		t.Errorf("UPDATE_PCT=0: %v rows updated, result %d reads %d updates", u1-u0, r.Transactions[0].Committed, r.Transactions[1].Committed)
 	}
 	if w1-w0 > 64<<10 {
 		t.Errorf("UPDATE_PCT=0 wrote %v bytes of WAL", w1-w0)
 	}
+	// The load froze every row: reads set no hint bits, so nothing is
+	// written to the data files but a block or two of the catalogs.
+	if b1-b0 > 8 {
+		t.Errorf("UPDATE_PCT=0 wrote %v blocks to the data files", b1-b0)
+	}
 
-	r = run("100")
-	time.Sleep(1200 * time.Millisecond)
-	u2, _ := counters()
-	var all int64
-	for _, p := range r.Phases {
-		all += p.Committed["update"]
-		if p.Committed["read"] != 0 {
-			t.Errorf("UPDATE_PCT=100 did %d reads", p.Committed["read"])
+	updates := func(r *result.Run) (all int64) {
+		for _, p := range r.Phases {
+			all += p.Committed["update"]
+			if p.Committed["read"] != 0 {
+				t.Errorf("UPDATE_PCT=100 did %d reads", p.Committed["read"])
+			}
 		}
+		return all
 	}
-	if all == 0 || u2-u1 != float64(all*8) {
-		t.Errorf("UPDATE_PCT=100: the server updated %v rows, the result counts %d updates of 8 rows", u2-u1, all)
+	// A checkpoint before each, so both pay the same full-page images.
+	checkpoint()
+	u1, w1, _ = counters()
+	r = run("--update-pct", "100")
+	u2, w2, _ := counters()
+	n := updates(r)
+	if n == 0 || u2-u1 != float64(n*8) {
+		t.Errorf("UPDATE_PCT=100: the server updated %v rows, the result counts %d updates of 8 rows", u2-u1, n)
 	}
+	liteWAL := (w2 - w1) / float64(n*8)
+
+	checkpoint()
+	u2, w2, _ = counters()
+	r = run("--update-pct", "100", "--redo-stress", "heavy")
+	u3, w3, _ := counters()
+	n = updates(r)
+	heavyWAL := (w3 - w2) / float64(n*8)
+	if n == 0 || u3-u2 != float64(n*8) {
+		t.Errorf("REDO_STRESS=heavy: the server updated %v rows, the result counts %d updates of 8 rows", u3-u2, n)
+	}
+	// A heavy update logs the whole new row (1,000 bytes of pad); a light
+	// one only what changed.
+	if heavyWAL-liteWAL < 700 {
+		t.Errorf("WAL per updated row: lite %.0f bytes, heavy %.0f bytes", liteWAL, heavyWAL)
+	}
+	t.Logf("WAL per updated row: lite %.0f bytes, heavy %.0f bytes; UPDATE_PCT=0 wrote %v blocks", liteWAL, heavyWAL, b1-b0)
 }
 
 // bytesBuffer is a bytes.Buffer that is safe to write from the load's
@@ -116,4 +153,28 @@ func (b *bytesBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+func TestSessionsFromThreadsPerSchema(t *testing.T) {
+	w := slob(t, "--schemas", "3", "--threads-per-schema", "2")
+	for _, c := range []struct {
+		users    int
+		explicit []string
+		want     int
+		fails    bool
+	}{
+		{0, nil, 6, false},
+		{5, nil, 5, false}, // --users alone wins
+		{6, []string{"threads-per-schema"}, 6, false},
+		{5, []string{"threads-per-schema"}, 0, true},
+	} {
+		n, err := sessions(RunOptions{Common: Common{Workload: w, Explicit: c.explicit}, Users: c.users})
+		if n != c.want || (err != nil) != c.fails {
+			t.Errorf("users %d, explicit %v: %d sessions, err %v", c.users, c.explicit, n, err)
+		}
+	}
+	oe, _ := workload.New("order-entry")
+	if n, _ := sessions(RunOptions{Common: Common{Workload: oe}}); n != 4 {
+		t.Errorf("order-entry default: %d sessions", n)
+	}
 }

@@ -12,10 +12,28 @@ import (
 	"github.com/dbparity/dbparity/internal/target"
 )
 
-// Progress counts the rows a load has written, for a progress bar.
+// Progress counts the rows a load has written, for a progress bar, and
+// keeps the loader's notes to print once the bar is gone.
 type Progress struct {
 	Done  atomic.Int64
 	Total atomic.Int64
+
+	mu    sync.Mutex
+	notes []string
+}
+
+// Note keeps a line for the load's report.
+func (p *Progress) Note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, s)
+}
+
+// Notes returns the lines kept by Note.
+func (p *Progress) Notes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.notes...)
 }
 
 // Unit is one independent piece of a load: it generates its rows from the

@@ -73,6 +73,22 @@ type Worker interface {
 	Run(ctx context.Context, c target.Conn) (Outcome, error)
 }
 
+// Thinker is a Worker that pauses between transactions, as a user
+// thinks. The driver asks after every transaction and waits that long
+// before the next one; the pause is in no latency.
+type Thinker interface {
+	Think() time.Duration
+}
+
+// Sessions is a Workload whose parameters fix how many sessions a run
+// has (slob: schemas × threads per schema) unless --users says otherwise.
+// It is asked after Prepare, which may change the parameters, and names
+// the flag that sets the count, so that a --users contradicting that flag
+// is refused.
+type Sessions interface {
+	Sessions() (n int, flag string)
+}
+
 // Outcome is what one successful Run did.
 type Outcome struct {
 	// Rollback is set when the transaction rolled back by design (such as
@@ -104,6 +120,13 @@ type LoadEnv struct {
 	Workers  int // connections to load with
 	Seed     uint64
 	Progress *Progress
+}
+
+// Note keeps a line for the load's report (printed after the progress bar).
+func (e *LoadEnv) Note(s string) {
+	if e.Progress != nil {
+		e.Progress.Note(s)
+	}
 }
 
 var registry = map[string]func() Workload{}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/target"
@@ -20,7 +21,7 @@ import (
 
 const (
 	name    = "slob"
-	version = "1"
+	version = "2"
 	chunk   = 10000 // rows per load unit
 )
 
@@ -32,7 +33,8 @@ const (
 
 func init() {
 	workload.Register(name, func() workload.Workload {
-		return &Slob{Schemas: 1, Scale: 10000, WorkUnit: 64, UpdatePct: 25}
+		return &Slob{Schemas: 1, Scale: 10000, WorkUnit: 64, UpdatePct: 25, ThreadsPerSchema: 1,
+			RedoStress: "lite", ThinkEvery: 1}
 	})
 }
 
@@ -42,6 +44,20 @@ type Slob struct {
 	Scale     int // SCALE: rows per schema
 	WorkUnit  int // WORK_UNIT: rows per operation
 	UpdatePct int // UPDATE_PCT: share of operations that update
+	// ThreadsPerSchema (THREADS_PER_SCHEMA): sessions per schema when
+	// --users is not given.
+	ThreadsPerSchema int
+	// HotSchema (HOT_SCHEMA_FREQUENCY): every HotSchema-th operation of
+	// every session goes to slob_1; 0 is off.
+	HotSchema int
+	// RedoStress (REDO_STRESS): "lite" updates a counter, "heavy" rewrites
+	// the whole row, so every update logs a block's worth of redo.
+	RedoStress string
+	// Think time (THINK_TM_MIN, THINK_TM_MAX) after every ThinkEvery-th
+	// operation (THINK_TM_FREQUENCY), uniform in [ThinkMin, ThinkMax].
+	ThinkTime          string
+	ThinkMin, ThinkMax time.Duration
+	ThinkEvery         int
 }
 
 func (s *Slob) Meta() workload.Meta {
@@ -59,6 +75,11 @@ func (s *Slob) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Scale, "scale", s.Scale, "slob: SCALE, rows (blocks) per schema")
 	fs.IntVar(&s.WorkUnit, "work-unit", s.WorkUnit, "slob: WORK_UNIT, rows read or updated per operation")
 	fs.IntVar(&s.UpdatePct, "update-pct", s.UpdatePct, "slob: UPDATE_PCT, percent of operations that update (0-100)")
+	fs.IntVar(&s.ThreadsPerSchema, "threads-per-schema", s.ThreadsPerSchema, "slob: THREADS_PER_SCHEMA, sessions per schema (users = schemas × this unless --users is given)")
+	fs.IntVar(&s.HotSchema, "hot-schema", s.HotSchema, "slob: HOT_SCHEMA_FREQUENCY, every Nth operation of every session goes to slob_1 (0: off)")
+	fs.StringVar(&s.RedoStress, "redo-stress", s.RedoStress, "slob: REDO_STRESS, lite (update a counter) or heavy (rewrite the whole row)")
+	fs.StringVar(&s.ThinkTime, "think-time", s.ThinkTime, "slob: THINK_TM_MIN[:THINK_TM_MAX], pause between operations, e.g. 5ms or 1ms:10ms (none by default)")
+	fs.IntVar(&s.ThinkEvery, "think-every", s.ThinkEvery, "slob: THINK_TM_FREQUENCY, think after every Nth operation")
 }
 
 func (s *Slob) Validate() error {
@@ -71,13 +92,48 @@ func (s *Slob) Validate() error {
 		return fmt.Errorf("--work-unit %d: must be between 1 and --scale (%d)", s.WorkUnit, s.Scale)
 	case s.UpdatePct < 0 || s.UpdatePct > 100:
 		return fmt.Errorf("--update-pct %d: must be between 0 and 100", s.UpdatePct)
+	case s.ThreadsPerSchema < 1 || s.ThreadsPerSchema > 1024:
+		return fmt.Errorf("--threads-per-schema %d: must be between 1 and 1024", s.ThreadsPerSchema)
+	case s.HotSchema < 0:
+		return fmt.Errorf("--hot-schema %d: must be 0 (off) or more", s.HotSchema)
+	case s.RedoStress != "lite" && s.RedoStress != "heavy":
+		return fmt.Errorf("--redo-stress %q: must be lite or heavy", s.RedoStress)
+	case s.ThinkEvery < 1:
+		return fmt.Errorf("--think-every %d: must be at least 1", s.ThinkEvery)
 	}
-	return nil
+	var err error
+	s.ThinkMin, s.ThinkMax, err = parseThink(s.ThinkTime)
+	return err
+}
+
+// parseThink reads MIN or MIN:MAX.
+func parseThink(v string) (lo, hi time.Duration, err error) {
+	if v == "" {
+		return 0, 0, nil
+	}
+	a, b, ranged := strings.Cut(v, ":")
+	if lo, err = time.ParseDuration(a); err == nil && ranged {
+		hi, err = time.ParseDuration(b)
+	} else {
+		hi = lo
+	}
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("--think-time %q: give a duration or MIN:MAX, e.g. 5ms or 1ms:10ms", v)
+	case lo < 0 || hi < lo:
+		return 0, 0, fmt.Errorf("--think-time %q: need 0 <= MIN <= MAX", v)
+	}
+	return lo, hi, nil
 }
 
 func (s *Slob) Params() map[string]any {
-	return map[string]any{"schemas": s.Schemas, "scale": s.Scale, "work_unit": s.WorkUnit, "update_pct": s.UpdatePct}
+	return map[string]any{"schemas": s.Schemas, "scale": s.Scale, "work_unit": s.WorkUnit, "update_pct": s.UpdatePct,
+		"threads_per_schema": s.ThreadsPerSchema, "hot_schema": s.HotSchema, "redo_stress": s.RedoStress,
+		"think_time": s.ThinkTime, "think_every": s.ThinkEvery}
 }
+
+// Sessions: SLOB runs THREADS_PER_SCHEMA sessions on every schema.
+func (s *Slob) Sessions() (int, string) { return s.Schemas * s.ThreadsPerSchema, "threads-per-schema" }
 
 func (s *Slob) TxTypes() []string { return []string{"read", "update"} }
 
@@ -132,9 +188,10 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 			units = append(units, workload.Unit{Name: fmt.Sprintf("%s rows %d-%d", table(sc), from, to), Rows: int64(to - from + 1),
 				Load: func(ctx context.Context, c target.Conn) (int64, error) {
 					g := rand.New(rand.NewPCG(env.Seed, uint64(sc)<<32|uint64(from)))
+					p := newPermutation(uint64(s.Scale), env.Seed^uint64(sc))
 					rows := make([][]any, 0, to-from+1)
-					for id := from; id <= to; id++ {
-						rows = append(rows, []any{id, 0, pad(g, padding(d))})
+					for pos := from; pos <= to; pos++ {
+						rows = append(rows, []any{int64(p.at(uint64(pos-1))) + 1, 0, pad(g, padding(d))})
 					}
 					return c.CopyFrom(ctx, table(sc), []string{"id", "n", "pad"}, rows)
 				}})
@@ -147,7 +204,7 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 		var idx []workload.Unit
 		for i := 1; i <= s.Schemas; i++ {
 			idx = append(idx, workload.Unit{Name: "index " + table(i), Load: func(ctx context.Context, c target.Conn) (int64, error) {
-				for _, q := range []string{"ALTER TABLE " + table(i) + " ADD PRIMARY KEY (id)", "ANALYZE " + table(i)} {
+				for _, q := range []string{"ALTER TABLE " + table(i) + " ADD PRIMARY KEY (id)"} {
 					if _, err := c.Exec(ctx, q); err != nil {
 						return 0, fmt.Errorf("%s: %w", q, err)
 					}
@@ -158,8 +215,62 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 		if err := workload.RunUnits(ctx, env, idx); err != nil {
 			return err
 		}
+		// VACUUM FREEZE sets every row's hint bits now, so that the first
+		// reads of a run do not dirty (and write) the blocks.
+		if err := vacuum(ctx, env, s.Schemas); err != nil {
+			return err
+		}
+		// Write the load's dirty blocks now, not during the first run. It
+		// needs superuser or pg_checkpoint; without, the server's own
+		// checkpoint will do it later.
+		if _, err := c.Exec(ctx, "CHECKPOINT"); err != nil {
+			env.Note(fmt.Sprintf("CHECKPOINT after the load: %v (the first run may write the load's blocks)", err))
+		}
+		// Rows over the table's blocks: cheap at any scale; check counts
+		// the blocks of the rows themselves.
+		for i := 1; i <= s.Schemas; i++ {
+			var blocks int64
+			if err := c.QueryRow(ctx, "SELECT pg_relation_size($1) / current_setting('block_size')::int", table(i)).Scan(&blocks); err != nil {
+				return err
+			}
+			env.Note(fmt.Sprintf("%s: %d rows in %d blocks, %.2f rows per block (the method needs 1)",
+				table(i), s.Scale, blocks, float64(s.Scale)/float64(max(blocks, 1))))
+		}
 	}
 	return workload.WriteMeta(ctx, c, s.Meta(), s.Params())
+}
+
+// vacuum freezes and analyzes the tables, on up to env.Workers
+// connections (VACUUM runs outside a transaction, so not as load units).
+func vacuum(ctx context.Context, env *workload.LoadEnv, schemas int) error {
+	next := make(chan int, schemas)
+	for i := 1; i <= schemas; i++ {
+		next <- i
+	}
+	close(next)
+	errs := make(chan error, schemas)
+	var wg sync.WaitGroup
+	for range max(1, min(env.Workers, schemas)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := env.Target.Connect(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			for i := range next {
+				if _, err := c.Exec(ctx, "VACUUM (FREEZE, ANALYZE) "+table(i)); err != nil {
+					errs <- fmt.Errorf("vacuum %s: %w", table(i), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // pad is random text, so that compressing storage cannot shrink a block.
@@ -240,23 +351,41 @@ func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]wo
 }
 
 func (s *Slob) NewWorker(id int, seed uint64, d target.Dialect) workload.Worker {
-	sc := id%s.Schemas + 1
-	t := table(sc)
-	return &worker{s: s, g: rand.New(rand.NewPCG(seed, 1<<40|uint64(id))),
+	g := rand.New(rand.NewPCG(seed, 1<<40|uint64(id)))
+	w := &worker{s: s, g: g, own: s.statements(id%s.Schemas + 1), hot: s.statements(1)}
+	if s.RedoStress == "heavy" {
+		w.pads = pad(g, 2*padding(d))
+		w.padLen = padding(d)
+	}
+	return w
+}
+
+// statements are the SQL of one schema's operations.
+type statements struct{ read, update, heavy string }
+
+func (s *Slob) statements(schema int) statements {
+	t := table(schema)
+	return statements{
 		read:   "SELECT sum(n) FROM " + t + " WHERE id > $1 AND id <= $2",
-		update: "UPDATE " + t + " SET n = n + 1 WHERE id > $1 AND id <= $2"}
+		update: "UPDATE " + t + " SET n = n + 1 WHERE id > $1 AND id <= $2",
+		heavy:  "UPDATE " + t + " SET n = n + 1, pad = $3 WHERE id > $1 AND id <= $2",
+	}
 }
 
 type worker struct {
-	s            *Slob
-	g            *rand.Rand
-	read, update string
-	ops          int // operations drawn so far
-	cur, key     int
+	s        *Slob
+	g        *rand.Rand
+	own, hot statements
+	pads     string // REDO_STRESS=heavy: new row contents are windows of it
+	padLen   int
+	ops      int // operations drawn so far
+	cur, key int
+	onHot    bool
 }
 
 // Next spreads UPDATE_PCT evenly over every 100 operations (as SLOB
-// does), and draws a uniform random key.
+// does), sends every HotSchema-th operation to slob_1, and draws a
+// uniform random key.
 func (w *worker) Next() int {
 	i := w.ops % 100
 	w.ops++
@@ -264,15 +393,28 @@ func (w *worker) Next() int {
 	if (i+1)*w.s.UpdatePct/100 > i*w.s.UpdatePct/100 {
 		w.cur = opUpdate
 	}
+	w.onHot = w.s.HotSchema > 0 && w.ops%w.s.HotSchema == 0
 	w.key = w.s.WorkUnit + w.g.IntN(w.s.Scale-w.s.WorkUnit+1)
 	return w.cur
 }
 
+// Think pauses after every ThinkEvery-th operation.
+func (w *worker) Think() time.Duration {
+	if w.s.ThinkMax == 0 || w.ops%w.s.ThinkEvery != 0 {
+		return 0
+	}
+	return w.s.ThinkMin + time.Duration(w.g.Int64N(int64(w.s.ThinkMax-w.s.ThinkMin)+1))
+}
+
 func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
 	lo, hi := w.key-w.s.WorkUnit, w.key
+	st := w.own
+	if w.onHot {
+		st = w.hot
+	}
 	if w.cur == opRead {
 		var sum *int64
-		if err := c.QueryRow(ctx, w.read, lo, hi).Scan(&sum); err != nil {
+		if err := c.QueryRow(ctx, st.read, lo, hi).Scan(&sum); err != nil {
 			return workload.Outcome{}, fmt.Errorf("slob read: %w", err)
 		}
 		return workload.Outcome{}, nil
@@ -280,11 +422,64 @@ func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, erro
 	if err := c.Begin(ctx, target.ReadWrite); err != nil {
 		return workload.Outcome{}, err
 	}
-	if _, err := c.Exec(ctx, w.update, lo, hi); err != nil {
+	var err error
+	if w.pads != "" {
+		// A different window each time: the new row shares no prefix or
+		// suffix with the old one, which PostgreSQL would leave out of WAL.
+		off := w.g.IntN(w.padLen)
+		_, err = c.Exec(ctx, st.heavy, lo, hi, w.pads[off:off+w.padLen])
+	} else {
+		_, err = c.Exec(ctx, st.update, lo, hi)
+	}
+	if err != nil {
 		c.Rollback(context.WithoutCancel(ctx))
 		return workload.Outcome{}, fmt.Errorf("slob update: %w", err)
 	}
 	start := time.Now()
-	err := c.Commit(ctx)
+	err = c.Commit(ctx)
 	return workload.Outcome{Commit: time.Since(start)}, err
+}
+
+// permutation is a keyed bijection of [0, n): loading rows in the order
+// of their positions with id = at(position) scatters neighbouring keys
+// over the table, so WORK_UNIT consecutive keys are WORK_UNIT random
+// blocks, never a run the OS could read ahead. A four-round Feistel
+// network on the smallest even power of two not below n, walking cycles
+// back into [0, n), needs no memory and at most a few rounds per value.
+type permutation struct {
+	n, half uint64 // half: bits of each half
+	key     uint64
+}
+
+func newPermutation(n, key uint64) permutation {
+	bits := uint64(1)
+	for uint64(1)<<(2*bits) < n {
+		bits++
+	}
+	return permutation{n: n, half: bits, key: key}
+}
+
+func (p permutation) at(x uint64) uint64 {
+	for {
+		x = p.feistel(x)
+		if x < p.n {
+			return x
+		}
+	}
+}
+
+func (p permutation) feistel(x uint64) uint64 {
+	mask := uint64(1)<<p.half - 1
+	l, r := x>>p.half, x&mask
+	for round := uint64(0); round < 4; round++ {
+		l, r = r, l^(mix(r^p.key+round*0x9e3779b97f4a7c15)&mask)
+	}
+	return l<<p.half | r
+}
+
+// mix is splitmix64's finaliser.
+func mix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
