@@ -138,6 +138,22 @@ type common struct {
 	opts     runner.Common
 	workload string
 	pgSet    multi
+	targets  multi
+}
+
+// eachTarget is the command's targets: the one of Common, or one per
+// --target when several are given.
+func (c *common) eachTarget() []runner.Target {
+	if len(c.targets) <= 1 {
+		return []runner.Target{c.opts.Target}
+	}
+	var ts []runner.Target
+	for _, u := range c.targets {
+		t := c.opts.Target
+		t.URL = u
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 type multi []string
@@ -158,12 +174,13 @@ func newFlags(name string, args []string) (*flag.FlagSet, *common, error) {
 	c.opts.Workload = w
 	t := &c.opts.Target
 	fs.StringVar(&c.workload, "workload", c.workload, "workload: "+strings.Join(workload.Names(), ", "))
-	fs.StringVar(&t.URL, "target", "", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db)")
+	fs.Var(&c.targets, "target", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db); repeat it to load, check or run several targets (run drives them at once)")
 	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres")
 	fs.StringVar(&t.PGBin, "pg-bin", "", "managed: directory of initdb, pg_ctl and postgres (default: found on PATH)")
 	fs.StringVar(&t.PGData, "pg-data", "", "managed: cluster directory, kept between commands (default dbparity-data/pg)")
 	fs.Var(&c.pgSet, "pg-set", "managed: server setting name=value (repeatable)")
 	fs.StringVar(&t.PGConf, "pg-conf", "", "managed: file of postgresql.conf lines")
+	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
 	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of all random choices; the same seed repeats a load or run exactly")
 	w.Flags(fs)
 	return fs, c, nil
@@ -201,6 +218,12 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 		return runner.UsageError{Err: fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), fs.Name())}
 	}
 	c.opts.Target.PGSet = c.pgSet
+	if len(c.targets) > 0 {
+		c.opts.Target.URL = c.targets[0]
+	}
+	if len(c.targets) > 1 && c.opts.Target.Managed != "" {
+		return runner.UsageError{Err: errors.New("--managed starts one server: give several --target URLs, or one --managed")}
+	}
 	c.opts.Stdout, c.opts.Stderr = os.Stdout, os.Stderr
 	c.opts.TTY = term.IsTerminal(int(os.Stderr.Fd()))
 	c.opts.Target.Progress = os.Stderr
@@ -225,7 +248,13 @@ func cmdLoad(ctx context.Context, args []string) error {
 		return err
 	}
 	o.Common = c.opts
-	return runner.Load(ctx, o)
+	for _, t := range c.eachTarget() {
+		o.Target = t
+		if err := runner.Load(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cmdRun(ctx context.Context, args []string) error {
@@ -243,6 +272,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "run"}, args...)
+	if len(c.targets) > 1 {
+		o.Targets = c.eachTarget()
+	}
 	return runner.Run(ctx, o)
 }
 
@@ -280,6 +312,9 @@ func cmdAB(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-ROUND.json (default dbparity-data/results/ab)")
 	if err := c.parse(fs, args); err != nil {
 		return err
+	}
+	if len(c.targets) > 1 {
+		return runner.UsageError{Err: errors.New("ab takes one --target (or --a and --b)")}
 	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "ab"}, args...)
@@ -323,7 +358,19 @@ func cmdCheck(ctx context.Context, args []string) error {
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	return runner.Check(ctx, c.opts)
+	// Every target is checked; the first failure decides the exit code.
+	var first error
+	for _, t := range c.eachTarget() {
+		o := c.opts
+		o.Target = t
+		switch err := runner.Check(ctx, o); {
+		case err != nil && first == nil:
+			first = err
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "dbparity: %v\n", err)
+		}
+	}
+	return first
 }
 
 func cmdShow(_ context.Context, args []string) error {

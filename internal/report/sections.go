@@ -97,6 +97,65 @@ func commitBuckets(r *result.Run) []metrics.Bucket {
 	return metrics.Log2Buckets(h)
 }
 
+// latencyBuckets returns a transaction type's latency histogram in log2
+// µs buckets.
+func latencyBuckets(r *result.Run, name string) []metrics.Bucket {
+	for _, t := range r.Transactions {
+		if t.Name != name || t.Latency.HDR == "" {
+			continue
+		}
+		if h, err := t.Latency.Decode(); err == nil {
+			return metrics.Log2Buckets(h)
+		}
+	}
+	return nil
+}
+
+// ioText prints a run's IO in SLOB's units and where its reads came from.
+func ioText(w io.Writer, r *result.Run) error {
+	u := r.IO
+	if u == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\n  io (SLOB units, per second)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name string, v *float64, unit, note string) {
+		if v != nil {
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", name, num(v), unit, note)
+		}
+	}
+	hit := ""
+	if u.CacheHitRatio != nil {
+		hit = fmt.Sprintf("buffer cache hit ratio %.1f%%", 100**u.CacheHitRatio)
+	}
+	row("logical reads", u.LogicalReads, "blocks/s", "")
+	row("physical reads", u.PhysicalReads, "blocks/s", hit)
+	row("physical writes", u.PhysicalWrites, "blocks/s", "")
+	row("engine read", u.EngineReadMB, "MB/s", "physical reads × block size")
+	row("read IOPS", u.ReadIOPS, "requests/s", "device "+deviceName(r))
+	row("read", u.ReadMB, "MB/s", "device")
+	row("write IOPS", u.WriteIOPS, "requests/s", "device")
+	row("write", u.WriteMB, "MB/s", "device")
+	row("redo (WAL)", u.RedoBytes, "bytes/s", "")
+	row("read time", u.ReadMs, "ms", "per physical read, as the engine timed it")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  reads served from: %s. %s\n", u.ServedFrom, u.Statement)
+	wu := ""
+	if n, ok := r.Workload.Params["work_unit"]; ok {
+		wu = fmt.Sprintf(" (each reads WORK_UNIT=%v blocks)", n)
+	}
+	return bucketsText(w, "read operation latency"+wu, latencyBuckets(r, "read"))
+}
+
+func deviceName(r *result.Run) string {
+	if r.OS != nil && r.OS.DataDevice != "" {
+		return r.OS.DataDevice
+	}
+	return "(every disk)"
+}
+
 func bucketsText(w io.Writer, title string, b []metrics.Bucket) error {
 	if len(b) == 0 {
 		return nil

@@ -56,9 +56,13 @@ func Text(w io.Writer, r *result.Run) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := partsText(w, r); err != nil {
+		return err
+	}
 	for _, f := range []func() error{
 		func() error { return profileText(w, "load profile", r.LoadProfile, true) },
 		func() error { return profileText(w, "io profile", r.IOProfile, false) },
+		func() error { return ioText(w, r) },
 		func() error { return waitsText(w, r.Waits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
 		func() error { return osText(w, r.OS, r.Target.Dialect == "sqlite") },
@@ -82,6 +86,34 @@ func Text(w io.Writer, r *result.Run) error {
 	return p.err
 }
 
+// partsText prints each target of a multi-target run on a line: the
+// aggregate above sums them.
+func partsText(w io.Writer, r *result.Run) error {
+	if len(r.Parts) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n  targets (driven at once; the figures above are their sum, latencies merged)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	p95of := ""
+	if len(r.Transactions) > 0 {
+		p95of = " " + r.Transactions[0].Name
+	}
+	fmt.Fprintf(tw, "  #\ttps\tp95%s ms\terrors\tphysical reads/s\tread IOPS\treads served from\t  target\n", p95of)
+	for i, p := range r.Parts {
+		s := p.Summarize()
+		var p95 float64
+		if len(p.Transactions) > 0 {
+			p95 = p.Transactions[0].Latency.P95Ms
+		}
+		reads, iops, served := "-", "-", "-"
+		if u := p.IO; u != nil {
+			reads, iops, served = num(u.PhysicalReads), num(u.ReadIOPS), u.ServedFrom
+		}
+		fmt.Fprintf(tw, "  %d\t%.1f\t%.2f\t%d\t%s\t%s\t%s\t  %s\n", i+1, s.TPS, p95, s.Errors, reads, iops, served, p.Target.URL)
+	}
+	return tw.Flush()
+}
+
 // jsonSummary is the summary object: the headline figures, then the
 // sections the collectors filled.
 type jsonSummary struct {
@@ -90,14 +122,30 @@ type jsonSummary struct {
 	IOProfile   *result.Profile  `json:"io_profile,omitempty"`
 	Waits       *result.Waits    `json:"waits,omitempty"`
 	CommitHist  []metrics.Bucket `json:"commit_histogram,omitempty"`
-	OS          *ostat.Rates     `json:"os,omitempty"` // the measured window
-	Warnings    []string         `json:"warnings,omitempty"`
+	IO          *result.IOUnits  `json:"io_units,omitempty"`
+	// ReadHist is the read operations' latency, for workloads that test IO.
+	ReadHist []metrics.Bucket `json:"read_histogram,omitempty"`
+	// Parts are the targets of a multi-target run.
+	Parts    []jsonPart   `json:"parts,omitempty"`
+	OS       *ostat.Rates `json:"os,omitempty"` // the measured window
+	Warnings []string     `json:"warnings,omitempty"`
+}
+
+type jsonPart struct {
+	result.Summary
+	IO *result.IOUnits `json:"io_units,omitempty"`
 }
 
 // JSON writes the summary object of a run.
 func JSON(w io.Writer, r *result.Run) error {
 	s := jsonSummary{Summary: r.Summarize(), LoadProfile: r.LoadProfile, IOProfile: r.IOProfile,
-		CommitHist: commitBuckets(r), Warnings: r.Warnings}
+		CommitHist: commitBuckets(r), Warnings: r.Warnings, IO: r.IO}
+	if r.IO != nil {
+		s.ReadHist = latencyBuckets(r, "read")
+	}
+	for _, p := range r.Parts {
+		s.Parts = append(s.Parts, jsonPart{Summary: p.Summarize(), IO: p.IO})
+	}
 	if r.OS != nil {
 		s.OS = &r.OS.Window
 	}

@@ -67,6 +67,11 @@ type Run struct {
 	// ("view.column"), so any figure can be derived again later.
 	DBCounters *Counters `json:"db_counters,omitempty"`
 	OS         *OS       `json:"os,omitempty"`
+	// IO is the run in SLOB's units, for workloads that test IO.
+	IO *IOUnits `json:"io_units,omitempty"`
+	// Parts are the runs of each target of a multi-target run, which this
+	// run aggregates (see Aggregate).
+	Parts []*Run `json:"parts,omitempty"`
 	// CollectorStatements is what the collectors sent to the database during
 	// the run: each one a transaction in its counters (the load profile and
 	// series already leave them out), for reconciling those counters.

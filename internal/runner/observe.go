@@ -23,6 +23,7 @@ import (
 // have their own connections, never the sessions'.
 type observer struct {
 	t        *opened
+	testsIO  bool // the workload tests IO: the result gets IO units
 	interval time.Duration
 	start    time.Time // the run's start, for the series' time axis
 
@@ -68,7 +69,7 @@ type CollectOptions struct {
 }
 
 func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*observer, error) {
-	ob := &observer{t: t, interval: o.Interval, start: time.Now()}
+	ob := &observer{t: t, testsIO: testsIO, interval: o.Interval, start: time.Now()}
 	if o.Off {
 		return ob, nil
 	}
@@ -99,11 +100,6 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*o
 		if ob.database, err = sqlitestat.Describe(ctx, c, t.Path); err != nil {
 			return nil, err
 		}
-	}
-	if d := ob.database; testsIO && d != nil && d.BufferCacheBytes > 0 && d.DataToCache <= 1 {
-		ob.warnings = append(ob.warnings, fmt.Sprintf(
-			"the data (%d MB) fits in the database's cache (%d MB): this run measures memory, not storage",
-			d.DataBytes>>20, d.BufferCacheBytes>>20))
 	}
 	ob.run(ctx)
 	return ob, nil
@@ -337,6 +333,10 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 		d[pgstat.ExtraServerCPU] = *w.ServerCPUCores * secs
 	}
 	found := false
+	if ob.t.localDataDir() == "" {
+		// A remote server: this host's disks are not its disks.
+		return d
+	}
 	for _, disk := range w.Disks {
 		// The device under the data when known; else every disk that is
 		// not a device-mapper or md device (those would count the same IO
@@ -421,6 +421,9 @@ func (ob *observer) finish(r *result.Run) error {
 	}
 	r.DBSeries = ob.series
 	r.CollectorStatements = ob.statements
+	if ob.testsIO {
+		r.IO = r.ComputeIOUnits()
+	}
 	if len(ob.errs) > 0 {
 		r.Warnings = append(r.Warnings, "collector: "+errors.Join(ob.errs...).Error())
 	}

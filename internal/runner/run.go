@@ -48,6 +48,10 @@ type RunOptions struct {
 	Repeat int
 	// Round is recorded in the result: the round of an interleaved A/B.
 	Round int
+	// Targets, when two or more, are driven at once (each with Users
+	// sessions) into one result: the aggregate, with a part per target.
+	// Common.Target is then unused.
+	Targets []Target
 }
 
 // outs returns the result files of the run or of each repetition.
@@ -104,6 +108,9 @@ func Run(ctx context.Context, o RunOptions) error {
 			return UsageError{err}
 		}
 	}
+	if len(o.Targets) > 1 {
+		return runMulti(ctx, o, outs)
+	}
 	t, err := openTarget(ctx, o.Target)
 	if err != nil {
 		return err
@@ -144,24 +151,7 @@ func Run(ctx context.Context, o RunOptions) error {
 
 // runOnce is one measurement against an opened, loaded target.
 func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string) error {
-
-	if o.Collect.Interval <= 0 {
-		o.Collect.Interval = time.Second
-	}
-	if o.Collect.WaitInterval <= 0 {
-		o.Collect.WaitInterval = 100 * time.Millisecond
-	}
-	ob, err := observe(ctx, t, o.Collect, o.Workload.Meta().TestsIO)
-	if err != nil {
-		return err
-	}
-	defer ob.close()
-
-	w := o.Workload
 	r := describe(o, t, serverVersion)
-	if o.Warmup == 0 {
-		r.Warnings = append(r.Warnings, "no warm-up: the measured window starts with cold caches and connections")
-	}
 	journal, err := result.OpenJournal(o.Out, r)
 	if err != nil {
 		return err
@@ -170,36 +160,84 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 	done := false
 	defer func() { journal.Close(done) }()
 	p := &progress{w: o.Stderr, tty: o.TTY}
-	fmt.Fprintf(o.Stderr, "running %s on %s: %d users, %s warm-up, %s measured\n", w.Meta().Name, t.URL,
+	fmt.Fprintf(o.Stderr, "running %s on %s: %d users, %s warm-up, %s measured\n", o.Workload.Meta().Name, t.URL,
 		o.Users, o.Warmup, o.Duration)
 	total := o.Warmup + o.Duration
-	res, runErr := driver.Run(ctx, driver.Config{
-		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: w.TxTypes(),
-		NewWorker: func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
-		Connect:   t.Connect,
-		StopGrace: o.StopGrace,
-		Progress: func(s driver.Status) {
+	r, runErr, err := drive(ctx, t, o, r, hooks{
+		progress: func(s driver.Status) {
 			p.show(fmt.Sprintf("%s %s/%s  %-7s  %8.1f tps  p95 %7.2f ms  errors %d", o.Label,
 				s.Elapsed.Round(time.Second), total, s.Phase, s.TPS, float64(s.P95)/1e6, s.Errors))
 		},
-		OnInterval: func(iv metrics.Interval) { journal.Append(iv) },
-		OnPhase:    ob.phase,
+		interval: func(iv metrics.Interval) { journal.Append(iv) },
 	})
 	p.clear()
-	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
-		done = res == nil
-		return runErr
-	}
-	if err := measure(r, w.TxTypes(), res); err != nil {
-		return err
-	}
-	if err := ob.finish(r); err != nil {
+	if err != nil {
+		done = r == nil
 		return err
 	}
 	if err := result.Write(o.Out, r, t.secret); err != nil {
 		return err
 	}
 	done = true
+	return reportRun(o, r, runErr)
+}
+
+// hooks are what drive calls back during a run.
+type hooks struct {
+	progress func(driver.Status)
+	interval func(metrics.Interval)
+	// ready, if set, holds the start until every target is connected.
+	ready func(context.Context) error
+}
+
+// drive runs the collectors and the driver against t and fills r with
+// what they measured. runErr is the driver's ErrInterrupted (r is then
+// partial but complete); err is any other failure, with r nil when
+// nothing ran.
+func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks) (_ *result.Run, runErr, err error) {
+	if o.Collect.Interval <= 0 {
+		o.Collect.Interval = time.Second
+	}
+	if o.Collect.WaitInterval <= 0 {
+		o.Collect.WaitInterval = 100 * time.Millisecond
+	}
+	ob, err := observe(ctx, t, o.Collect, o.Workload.Meta().TestsIO)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ob.close()
+	w := o.Workload
+	if o.Warmup == 0 {
+		r.Warnings = append(r.Warnings, "no warm-up: the measured window starts with cold caches and connections")
+	}
+	res, runErr := driver.Run(ctx, driver.Config{
+		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: w.TxTypes(),
+		NewWorker:  func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
+		Connect:    t.Connect,
+		StopGrace:  o.StopGrace,
+		Progress:   h.progress,
+		OnInterval: h.interval,
+		OnPhase:    ob.phase,
+		Ready:      h.ready,
+	})
+	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
+		if res == nil {
+			return nil, nil, runErr
+		}
+		return r, nil, runErr
+	}
+	if err := measure(r, w.TxTypes(), res); err != nil {
+		return nil, nil, err
+	}
+	if err := ob.finish(r); err != nil {
+		return nil, nil, err
+	}
+	return r, runErr, nil
+}
+
+// reportRun prints a written result and turns how the run ended into the
+// command's error.
+func reportRun(o RunOptions, r *result.Run, runErr error) error {
 	if err := report.Text(o.Stdout, r); err != nil {
 		return err
 	}

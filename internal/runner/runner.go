@@ -44,12 +44,15 @@ const DefaultDataDir = "dbparity-data"
 
 // Target is where a command connects.
 type Target struct {
-	URL      string   // --target; "" with no Managed means the embedded default
-	Managed  string   // --managed: "postgres" or ""
-	PGBin    string   // --pg-bin
-	PGData   string   // --pg-data
-	PGSet    []string // --pg-set name=value
-	PGConf   string   // --pg-conf
+	URL     string   // --target; "" with no Managed means the embedded default
+	Managed string   // --managed: "postgres" or ""
+	PGBin   string   // --pg-bin
+	PGData  string   // --pg-data
+	PGSet   []string // --pg-set name=value
+	PGConf  string   // --pg-conf
+	// PGPreset is --pg-preset: a named set of settings applied before
+	// --pg-conf and --pg-set (which override it).
+	PGPreset string
 	Progress io.Writer
 }
 
@@ -87,8 +90,8 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	case t.Managed != "" && t.URL != "":
 		return nil, usage("--target and --managed both given: choose one")
 	case t.Managed == "":
-		if len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" {
-			return nil, usage("--pg-set, --pg-conf, --pg-data and --pg-bin apply to --managed postgres only")
+		if len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != "" {
+			return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
 		}
 		tg, err := target.Open(t.URL)
 		if err != nil {
@@ -113,11 +116,19 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 			return nil, usage("--pg-conf %s: %v", t.PGConf, errors.Unwrap(err))
 		}
 	}
+	settings := t.PGSet
+	if t.PGPreset != "" {
+		p, ok := Presets[t.PGPreset]
+		if !ok {
+			return nil, usage("--pg-preset %q: choose one of %s", t.PGPreset, strings.Join(presetNames(), ", "))
+		}
+		settings = append(append([]string(nil), p.Settings...), t.PGSet...)
+	}
 	data := t.PGData
 	if data == "" {
 		data = filepath.Join(DefaultDataDir, "pg")
 	}
-	inst, err := managed.Start(ctx, managed.Options{BinDir: t.PGBin, DataDir: data, Settings: t.PGSet,
+	inst, err := managed.Start(ctx, managed.Options{BinDir: t.PGBin, DataDir: data, Settings: settings,
 		ConfFile: t.PGConf, Log: t.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("managed postgres: %w", err)
@@ -129,6 +140,30 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	}
 	tg.Settings = inst.Settings
 	return &opened{Target: tg, managed: inst}, nil
+}
+
+// Preset is a named set of managed server settings.
+type Preset struct {
+	Settings []string
+	Purpose  string
+}
+
+// Presets are the --pg-preset choices.
+var Presets = map[string]Preset{
+	// SLOB's method: a buffer cache far smaller than the data, so that the
+	// database's reads leave it (the OS page cache may still serve them:
+	// the IO units say whether it did).
+	"small-cache": {Settings: []string{"shared_buffers=16MB"},
+		Purpose: "a 16 MB buffer cache, so that reads leave the database's cache (SLOB's method)"},
+}
+
+func presetNames() []string {
+	var n []string
+	for k := range Presets {
+		n = append(n, k)
+	}
+	slices.Sort(n)
+	return n
 }
 
 // localDataDir is the directory of the database's files when they are on

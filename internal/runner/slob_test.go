@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,5 +177,82 @@ func TestSessionsFromThreadsPerSchema(t *testing.T) {
 	oe, _ := workload.New("order-entry")
 	if n, _ := sessions(RunOptions{Common: Common{Workload: oe}}); n != 4 {
 		t.Errorf("order-entry default: %d sessions", n)
+	}
+}
+
+// Two managed instances driven at once: each target's part matches what
+// its own server counted, and the aggregate is their sum with merged
+// histograms.
+func TestMultiTargetSlob(t *testing.T) {
+	ctx := context.Background()
+	a, _ := managedServer(t)
+	b, _ := managedServer(t)
+	var out bytesBuffer
+	c := Common{Workload: slob(t, "--scale", "2000", "--work-unit", "4", "--update-pct", "20"), Seed: 1, Stdout: &out, Stderr: &out}
+	updated := func(tg Target) (n float64) {
+		queryRow(t, tg, "SELECT tup_updated::float8 FROM pg_stat_database WHERE datname = current_database()", &n)
+		return n
+	}
+	var before [2]float64
+	for i, tg := range []Target{a, b} {
+		c.Target = tg
+		if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+			t.Fatalf("load: %v\n%s", err, out.String())
+		}
+		before[i] = updated(tg)
+	}
+	path := filepath.Join(t.TempDir(), "multi.json")
+	err := Run(ctx, RunOptions{Common: c, Targets: []Target{a, b}, Users: 2, Duration: 2 * time.Second,
+		Warmup: 500 * time.Millisecond, Label: "two", Out: path})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	time.Sleep(1200 * time.Millisecond) // backends publish their counters within a second
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Parts) != 2 || r.Driver.Users != 4 {
+		t.Fatalf("%d parts, %d users", len(r.Parts), r.Driver.Users)
+	}
+	for i, tg := range []Target{a, b} {
+		p := r.Parts[i]
+		if p.Target.URL != tg.URL {
+			t.Errorf("part %d is %s, want %s", i+1, p.Target.URL, tg.URL)
+		}
+		var updates int64
+		for _, ph := range p.Phases {
+			updates += ph.Committed["update"]
+		}
+		if got := updated(tg) - before[i]; updates == 0 || got != float64(4*updates) {
+			t.Errorf("target %d: the server updated %v rows, its part counts %d updates of 4 rows", i+1, got, updates)
+		}
+		if p.IO == nil || p.IO.PhysicalReads == nil {
+			t.Errorf("target %d: no IO units", i+1)
+		}
+	}
+	// The windows coincide: both started after the barrier.
+	if d := r.Parts[0].MeasureStart.Sub(r.Parts[1].MeasureStart).Abs(); d > 200*time.Millisecond {
+		t.Errorf("measured windows start %v apart", d)
+	}
+	for j, tx := range r.Transactions {
+		p0, p1 := r.Parts[0].Transactions[j], r.Parts[1].Transactions[j]
+		if tx.Committed != p0.Committed+p1.Committed || tx.Latency.Count != p0.Latency.Count+p1.Latency.Count {
+			t.Errorf("%s: aggregate %d committed (%d timed), parts %d+%d (%d+%d)", tx.Name, tx.Committed, tx.Latency.Count,
+				p0.Committed, p1.Committed, p0.Latency.Count, p1.Latency.Count)
+		}
+		lo, hi := min(p0.Latency.MaxMs, p1.Latency.MaxMs), max(p0.Latency.MaxMs, p1.Latency.MaxMs)
+		if tx.Latency.MaxMs != hi || tx.Latency.P50Ms < min(p0.Latency.P50Ms, p1.Latency.P50Ms) ||
+			tx.Latency.P50Ms > max(p0.Latency.P50Ms, p1.Latency.P50Ms) {
+			t.Errorf("%s: merged max %.3f p50 %.3f; parts max %.3f/%.3f p50 %.3f/%.3f", tx.Name, tx.Latency.MaxMs,
+				tx.Latency.P50Ms, lo, hi, p0.Latency.P50Ms, p1.Latency.P50Ms)
+		}
+	}
+	if r.IO == nil || *r.IO.PhysicalReads != *r.Parts[0].IO.PhysicalReads+*r.Parts[1].IO.PhysicalReads ||
+		*r.IO.LogicalReads != *r.Parts[0].IO.LogicalReads+*r.Parts[1].IO.LogicalReads {
+		t.Errorf("aggregate IO units are not the sum of the parts'")
+	}
+	if s := out.String(); !strings.Contains(s, "targets (driven at once") {
+		t.Errorf("summary has no targets table:\n%s", s)
 	}
 }

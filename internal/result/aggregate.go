@@ -1,0 +1,241 @@
+package result
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/metrics"
+)
+
+// Aggregate combines the runs of one multi-target run (driven at once,
+// one part per target) into one run: counts and rates are summed,
+// latency histograms merged exactly, the time series summed interval by
+// interval (its percentiles are the highest of the parts'), and the parts
+// kept whole in Parts. The database sections (profiles, waits, counters)
+// stay in the parts; the driver's CPU is the process's, shared by all
+// parts, and is recorded once, here.
+func Aggregate(label string, parts []*Run) (*Run, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("aggregate: no parts")
+	}
+	first := parts[0]
+	a := &Run{Schema: Schema, Tool: first.Tool, Label: label, Round: first.Round, Command: first.Command,
+		Start: first.Start, End: first.End, MeasureStart: first.MeasureStart, MeasureEnd: first.MeasureEnd,
+		Workload: first.Workload, Host: first.Host, Driver: first.Driver,
+		Errors: map[string]int64{}, ErrorSamples: map[string]string{}, Phases: map[string]Phase{},
+		OS: first.OS, Parts: parts}
+	if first.Disclosure != nil {
+		a.Disclosure = &Disclosure{Host: first.Disclosure.Host}
+	}
+	a.Driver.Users, a.Driver.Reconnects = 0, 0
+	var dialects, urls, versions []string
+	commit := metrics.NewHistogram()
+	lat := map[string]*metrics.Histogram{}
+	var names []string
+	warned := map[string][]int{} // warning → the targets that gave it
+	var warnings []string
+	for i, p := range parts {
+		if p.Workload.Name != first.Workload.Name || p.Workload.Version != first.Workload.Version {
+			return nil, fmt.Errorf("aggregate: part %d ran %s v%s, part 1 %s v%s", i+1, p.Workload.Name, p.Workload.Version,
+				first.Workload.Name, first.Workload.Version)
+		}
+		if !slices.Contains(dialects, p.Target.Dialect) {
+			dialects = append(dialects, p.Target.Dialect)
+		}
+		if !slices.Contains(versions, p.Target.ServerVersion) {
+			versions = append(versions, p.Target.ServerVersion)
+		}
+		urls = append(urls, p.Target.URL)
+		a.Start, a.End = earlier(a.Start, p.Start), later(a.End, p.End)
+		a.MeasureStart, a.MeasureEnd = earlier(a.MeasureStart, p.MeasureStart), later(a.MeasureEnd, p.MeasureEnd)
+		if p.Partial && !a.Partial {
+			a.Partial, a.PartialReason = true, fmt.Sprintf("target %d: %s", i+1, p.PartialReason)
+		}
+		a.Driver.Users += p.Driver.Users
+		a.Driver.Reconnects += p.Driver.Reconnects
+		a.Driver.CPUUserS = max(a.Driver.CPUUserS, p.Driver.CPUUserS)
+		a.Driver.CPUSysS = max(a.Driver.CPUSysS, p.Driver.CPUSysS)
+		a.Driver.TotalCPUS = max(a.Driver.TotalCPUS, p.Driver.TotalCPUS)
+		a.Statements += p.Statements
+		a.CollectorStatements += p.CollectorStatements
+		for k, v := range p.Errors {
+			a.Errors[k] += v
+		}
+		for k, v := range p.ErrorSamples {
+			if _, ok := a.ErrorSamples[k]; !ok {
+				a.ErrorSamples[k] = v
+			}
+		}
+		for name, ph := range p.Phases {
+			ap, ok := a.Phases[name]
+			if !ok {
+				ap = Phase{Committed: map[string]int64{}, Rollbacks: map[string]int64{}, Errors: map[string]int64{}}
+			}
+			addCounts(ap.Committed, ph.Committed)
+			addCounts(ap.Rollbacks, ph.Rollbacks)
+			addCounts(ap.Errors, ph.Errors)
+			ap.Statements += ph.Statements
+			a.Phases[name] = ap
+		}
+		for _, t := range p.Transactions {
+			h, err := t.Latency.Decode()
+			if err != nil {
+				return nil, fmt.Errorf("aggregate: target %d, %s: %w", i+1, t.Name, err)
+			}
+			if lat[t.Name] == nil {
+				lat[t.Name] = metrics.NewHistogram()
+				names = append(names, t.Name)
+				a.Transactions = append(a.Transactions, Transaction{Name: t.Name})
+			}
+			lat[t.Name].Merge(h)
+			for j := range a.Transactions {
+				if a.Transactions[j].Name == t.Name {
+					at := &a.Transactions[j]
+					at.Committed, at.Rollbacks = at.Committed+t.Committed, at.Rollbacks+t.Rollbacks
+					at.Errors, at.Retries = at.Errors+t.Errors, at.Retries+t.Retries
+				}
+			}
+		}
+		if p.Commit.HDR != "" {
+			h, err := p.Commit.Decode()
+			if err != nil {
+				return nil, fmt.Errorf("aggregate: target %d, commit: %w", i+1, err)
+			}
+			commit.Merge(h)
+		}
+		a.Series = sumSeries(a.Series, p.Series)
+		for _, w := range p.Warnings {
+			if !slices.Contains(warned[w], i+1) {
+				warned[w] = append(warned[w], i+1)
+			}
+			if len(warned[w]) == 1 {
+				warnings = append(warnings, w)
+			}
+		}
+		// The driver's CPU is the process's: kept once, above.
+		p.Driver.CPUUserS, p.Driver.CPUSysS, p.Driver.TotalCPUS = 0, 0, 0
+	}
+	for _, w := range warnings {
+		a.Warnings = append(a.Warnings, targets(warned[w], len(parts))+w)
+	}
+	for i, name := range names {
+		h, err := NewHistogram(lat[name])
+		if err != nil {
+			return nil, err
+		}
+		a.Transactions[i].Latency = h
+	}
+	var err error
+	if a.Commit, err = NewHistogram(commit); err != nil {
+		return nil, err
+	}
+	a.Target = Target{Dialect: strings.Join(dialects, "+"), ServerVersion: strings.Join(versions, ", "),
+		URL: fmt.Sprintf("%d targets: %s", len(parts), strings.Join(urls, " "))}
+	a.IO = aggregateIO(parts)
+	return a, nil
+}
+
+// aggregateIO sums the parts' IO units. Device figures are summed over
+// distinct devices: targets on one host share its counters.
+func aggregateIO(parts []*Run) *IOUnits {
+	a := &IOUnits{}
+	devices := map[string]bool{}
+	seen := false
+	for _, p := range parts {
+		u := p.IO
+		if u == nil {
+			continue
+		}
+		seen = true
+		a.LogicalReads = add(a.LogicalReads, u.LogicalReads)
+		a.PhysicalReads = add(a.PhysicalReads, u.PhysicalReads)
+		a.PhysicalWrites = add(a.PhysicalWrites, u.PhysicalWrites)
+		a.EngineReadMB = add(a.EngineReadMB, u.EngineReadMB)
+		a.RedoBytes = add(a.RedoBytes, u.RedoBytes)
+		a.DataBytes += u.DataBytes
+		a.BufferCacheBytes += u.BufferCacheBytes
+		a.MemoryBytes = u.MemoryBytes
+		dev := ""
+		if p.OS != nil {
+			dev = p.Host.Hostname + ":" + p.OS.DataDevice
+		}
+		if u.ReadIOPS != nil && !devices[dev] {
+			devices[dev] = true
+			a.ReadIOPS, a.WriteIOPS = add(a.ReadIOPS, u.ReadIOPS), add(a.WriteIOPS, u.WriteIOPS)
+			a.ReadMB, a.WriteMB = add(a.ReadMB, u.ReadMB), add(a.WriteMB, u.WriteMB)
+		}
+	}
+	if !seen {
+		return nil
+	}
+	if a.LogicalReads != nil && a.PhysicalReads != nil && *a.LogicalReads > 0 {
+		a.CacheHitRatio = ptr(1 - *a.PhysicalReads / *a.LogicalReads)
+	}
+	if a.ReadIOPS != nil && a.PhysicalReads != nil && *a.PhysicalReads > 0 {
+		a.DeviceShare = ptr(*a.ReadIOPS / *a.PhysicalReads)
+	}
+	a.ServedFrom, a.Statement = a.served()
+	return a
+}
+
+// sumSeries adds b to a interval by interval; the parts started together,
+// so their intervals line up. Percentiles are the highest of the parts'.
+func sumSeries(a, b []metrics.Interval) []metrics.Interval {
+	if a == nil {
+		return append([]metrics.Interval(nil), b...)
+	}
+	for i := range min(len(a), len(b)) {
+		x, y := &a[i], b[i]
+		x.Commits, x.Rollbacks, x.Errors, x.Retries = x.Commits+y.Commits, x.Rollbacks+y.Rollbacks, x.Errors+y.Errors, x.Retries+y.Retries
+		x.P50Micros, x.P95Micros, x.P99Micros = max(x.P50Micros, y.P50Micros), max(x.P95Micros, y.P95Micros), max(x.P99Micros, y.P99Micros)
+		x.ActiveSess += y.ActiveSess
+	}
+	return a[:min(len(a), len(b))]
+}
+
+func addCounts(dst, src map[string]int64) {
+	for k, v := range src {
+		dst[k] += v
+	}
+}
+
+func add(a, b *float64) *float64 {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return ptr(*b)
+	}
+	return ptr(*a + *b)
+}
+
+// targets names the targets a warning came from.
+func targets(ids []int, of int) string {
+	if len(ids) == of && of > 1 {
+		return "every target: "
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	if len(ids) == 1 {
+		return "target " + s[0] + ": "
+	}
+	return "targets " + strings.Join(s, ", ") + ": "
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
