@@ -105,10 +105,19 @@ type Metric struct {
 	Get   func(r *result.Run) float64
 }
 
-// Metrics are the figures a comparison tests: throughput, then p95 and
-// p99 of each transaction type (and COMMIT).
+// Metrics are the figures a comparison tests: throughput, SLOB's
+// physical reads per second for workloads that test IO, then p95 and p99
+// of each transaction type.
 func Metrics(r *result.Run) []Metric {
 	ms := []Metric{{Name: "throughput (tps)", Get: func(r *result.Run) float64 { return r.Summarize().TPS }}}
+	if r.IO != nil && r.IO.PhysicalReads != nil {
+		ms = append(ms, Metric{Name: "physical reads/s", Get: func(r *result.Run) float64 {
+			if r.IO == nil || r.IO.PhysicalReads == nil {
+				return math.NaN()
+			}
+			return *r.IO.PhysicalReads
+		}})
+	}
 	for _, t := range r.Transactions {
 		name := t.Name
 		get := func(q string) func(r *result.Run) float64 {

@@ -7,7 +7,7 @@ import (
 
 // IOUnits are a run's IO in the units SLOB users read, per second of the
 // measured window, and where the reads were served from. Figures a run
-// could not see are nil.
+// could not see are nil. MB are 10^6 bytes.
 type IOUnits struct {
 	LogicalReads   *float64 `json:"logical_reads_per_s,omitempty"`   // blocks asked of the buffer cache
 	PhysicalReads  *float64 `json:"physical_reads_per_s,omitempty"`  // blocks the engine read from the OS
@@ -84,7 +84,8 @@ func (r *Run) ComputeIOUnits() *IOUnits {
 				continue
 			}
 			found = true
-			rd, wr, rmb, wmb = rd+d.ReadsPerS, wr+d.WritesPerS, rmb+d.ReadMBPerS, wmb+d.WriteMBPerS
+			// The OS collector's MB are 2^20 bytes (iostat's); these are 10^6.
+			rd, wr, rmb, wmb = rd+d.ReadsPerS, wr+d.WritesPerS, rmb+d.ReadMBPerS*mib, wmb+d.WriteMBPerS*mib
 		}
 		if found {
 			u.ReadIOPS, u.WriteIOPS, u.ReadMB, u.WriteMB = &rd, &wr, &rmb, &wmb
@@ -138,3 +139,5 @@ func mb(b int64) string {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+const mib = (1 << 20) / 1e6
