@@ -52,6 +52,8 @@ func init() {
 		{"show", "print the summary of a result file", cmdShow},
 		{"compare", "compare result files grouped by label: verdicts and side-by-side tables", cmdCompare},
 		{"ab", "run the workload against two targets in interleaved rounds and compare them as pairs", cmdAB},
+		{"capture", "read PostgreSQL server logs into a capture file of the application's workload", cmdCapture},
+		{"replay", "replay a capture against a target and write a result file", cmdReplay},
 		{"version", "print the version", func(context.Context, []string) error {
 			fmt.Println("dbparity", runner.Version)
 			return nil
@@ -377,6 +379,7 @@ func cmdShow(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity show", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the summary as a JSON object")
+	literals := fs.Bool("show-literals", false, "replay results: show statement texts with their literal values (when the replay kept them)")
 	// Accept the flag after the file name too: dbparity show run.json --json.
 	var flags, files []string
 	for _, a := range args {
@@ -388,7 +391,7 @@ func cmdShow(_ context.Context, args []string) error {
 	}
 	if err := fs.Parse(append(flags, files...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity show [--json] FILE")
+			fmt.Println("usage: dbparity show [--json] [--show-literals] FILE")
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE)", err)}
@@ -401,9 +404,9 @@ func cmdShow(_ context.Context, args []string) error {
 		return runner.UsageError{Err: err}
 	}
 	if *asJSON {
-		return report.JSON(os.Stdout, r)
+		return report.JSONWith(os.Stdout, r, report.Options{Literals: *literals})
 	}
-	return report.Text(os.Stdout, r)
+	return report.TextWith(os.Stdout, r, report.Options{Literals: *literals})
 }
 
 func cmdCompare(_ context.Context, args []string) error {

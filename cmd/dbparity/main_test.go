@@ -71,6 +71,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--bogus"}, "flag provided but not defined"},
 		{[]string{"run", "--duration", "soon"}, "duration"},
 		{[]string{"run", "--managed", "postgres", "--pg-set", "no-equals"}, "--pg-set"},
+		{[]string{"replay", "--capture", "x.capture"}, "replay writes to its target"},
+		{[]string{"replay", "--target", "postgres://u@h/db"}, "--capture FILE is required"},
+		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "missing.capture"}, "missing.capture"},
+		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--speed", "fast"}, "--speed"},
+		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--order", "random"}, "--order"},
+		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--map-user", "nobody"}, "FROM=TO"},
+		{[]string{"capture"}, "name the log files"},
+		{[]string{"capture", "--from", "missing.log", "--out", "x.capture"}, "missing.log"},
+		{[]string{"capture", "--from", "missing.log"}, "--out"},
 		{[]string{"show"}, "name one result file"},
 		{[]string{"compare", "one.json"}, "at least two result files"},
 		{[]string{"compare", "--format", "pdf", "a.json", "b.json"}, "--format"},
@@ -376,5 +385,35 @@ func TestAB(t *testing.T) {
 	}
 	if code, _, stderr := dbparity(t, dir, "ab", "--rounds", "2"); code != 2 || !strings.Contains(stderr, "the same") {
 		t.Errorf("ab with one target: exit %d %s", code, stderr)
+	}
+}
+
+// capture reads real server logs (the capture package's testdata) and
+// prints what it captured; --help names the server settings.
+func TestCaptureCommand(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	logs, _ := filepath.Glob(filepath.Join(root, "internal", "capture", "testdata", "run1", "*.csv*"))
+	if len(logs) == 0 {
+		t.Fatal("no csvlog test data")
+	}
+	args := []string{"capture", "--out", "app.capture"}
+	for _, l := range logs {
+		args = append(args, "--from", l)
+	}
+	code, stdout, stderr := dbparity(t, dir, args...)
+	if code != 0 || !strings.Contains(stdout, "capture written to app.capture") || !strings.Contains(stdout, "sessions") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "app.capture")); err != nil || st.Size() == 0 {
+		t.Fatalf("capture file: %v", err)
+	}
+	// An existing capture is not replaced without --force.
+	if code, _, stderr := dbparity(t, dir, args...); code != 2 || !strings.Contains(stderr, "--force") {
+		t.Errorf("second capture: exit %d, %q", code, stderr)
+	}
+	code, stdout, _ = dbparity(t, dir, "capture", "--help")
+	if code != 0 || !strings.Contains(stdout, "log_min_duration_statement") || !strings.Contains(stdout, "log_connections") {
+		t.Errorf("capture --help: exit %d\n%s", code, stdout)
 	}
 }

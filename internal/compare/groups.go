@@ -105,11 +105,19 @@ type Metric struct {
 	Get   func(r *result.Run) float64
 }
 
-// Metrics are the figures a comparison tests: throughput, SLOB's
-// physical reads per second for workloads that test IO, then p95 and p99
-// of each transaction type.
+// Metrics are the figures a comparison tests: throughput, a replay's
+// elapsed time, SLOB's physical reads per second for workloads that test
+// IO, then p95 and p99 of each transaction type.
 func Metrics(r *result.Run) []Metric {
 	ms := []Metric{{Name: "throughput (tps)", Get: func(r *result.Run) float64 { return r.Summarize().TPS }}}
+	if r.Replay != nil {
+		ms = append(ms, Metric{Name: "replay time (s)", Lower: true, Get: func(r *result.Run) float64 {
+			if r.Replay == nil {
+				return math.NaN()
+			}
+			return r.Replay.ReplaySeconds
+		}})
+	}
 	if r.IO != nil && r.IO.PhysicalReads != nil {
 		ms = append(ms, Metric{Name: "physical reads/s", Get: func(r *result.Run) float64 {
 			if r.IO == nil || r.IO.PhysicalReads == nil {

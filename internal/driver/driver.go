@@ -113,7 +113,8 @@ type CPU struct{ User, Sys time.Duration }
 // Total is user plus system time.
 func (c CPU) Total() time.Duration { return c.User + c.Sys }
 
-func processCPU() CPU {
+// ProcessCPU is the CPU this process has used so far (getrusage).
+func ProcessCPU() CPU {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return CPU{}
@@ -121,7 +122,8 @@ func processCPU() CPU {
 	return CPU{User: time.Duration(ru.Utime.Nano()), Sys: time.Duration(ru.Stime.Nano())}
 }
 
-func (c CPU) sub(o CPU) CPU { return CPU{User: c.User - o.User, Sys: c.Sys - o.Sys} }
+// Sub is the CPU used between o and c.
+func (c CPU) Sub(o CPU) CPU { return CPU{User: c.User - o.User, Sys: c.Sys - o.Sys} }
 
 // Result is what a run measured.
 type Result struct {
@@ -213,7 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := m.res
 	res.Start = time.Now()
 	m.last = res.Start
-	m.startCPU = processCPU()
+	m.startCPU = ProcessCPU()
 	m.measureCPU = m.startCPU
 	// Phase changes run on their own timer, not on the tick, so the measured
 	// window lasts what was asked to within timer precision.
@@ -255,7 +257,7 @@ loop:
 				m.boundary(now)
 				m.setPhase(Measure, now)
 				res.MeasureStart = now
-				m.measureCPU = processCPU()
+				m.measureCPU = ProcessCPU()
 				phaseTimer.Reset(cfg.Duration)
 				ticker.Reset(cfg.Tick) // intervals aligned on the measured window
 			} else {
@@ -285,7 +287,7 @@ loop:
 	if res.End.Sub(m.last) > time.Millisecond {
 		m.tick(res.End)
 	}
-	res.TotalCPU = processCPU().sub(m.startCPU)
+	res.TotalCPU = ProcessCPU().Sub(m.startCPU)
 	r.merge(res, n)
 	if interrupted {
 		return res, ErrInterrupted
@@ -346,7 +348,7 @@ func (m *monitor) stop(now time.Time, reason string) {
 		if res.MeasureStart.IsZero() {
 			res.MeasureStart = now
 		}
-		res.MeasureCPU = processCPU().sub(m.measureCPU)
+		res.MeasureCPU = ProcessCPU().Sub(m.measureCPU)
 		m.setPhase(Drain, now)
 	}
 	r.stop.Store(true)

@@ -18,7 +18,10 @@ import (
 )
 
 // Text writes the readable summary of a run.
-func Text(w io.Writer, r *result.Run) error {
+func Text(w io.Writer, r *result.Run) error { return TextWith(w, r, Options{}) }
+
+// TextWith writes the readable summary of a run with options.
+func TextWith(w io.Writer, r *result.Run, o Options) error {
 	s := r.Summarize()
 	p := &printer{w: w}
 	head := fmt.Sprintf("%s: %s v%s on %s %s", s.Label, r.Workload.Name, r.Workload.Version, r.Target.Dialect, r.Target.ServerVersion)
@@ -33,6 +36,9 @@ func Text(w io.Writer, r *result.Run) error {
 		s.Target, s.Users, s.DurationS, r.Driver.WarmupS, r.Start.Local().Format(time.DateTime))
 	p.f("\n")
 	line := fmt.Sprintf("  throughput   %.1f tps   %.0f tpm", s.TPS, s.TPM)
+	if r.Replay != nil {
+		line = fmt.Sprintf("  throughput   %.1f statements/s (completed without error)", s.TPS)
+	}
 	if _, ok := s.Transactions["new_order"]; ok {
 		line += fmt.Sprintf("   %.0f NOPM", s.NOPM)
 	}
@@ -63,6 +69,7 @@ func Text(w io.Writer, r *result.Run) error {
 		func() error { return profileText(w, "load profile", r.LoadProfile, true) },
 		func() error { return profileText(w, "io profile", r.IOProfile, false) },
 		func() error { return ioText(w, r) },
+		func() error { return replayText(w, r, o) },
 		func() error { return waitsText(w, r.Waits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
 		func() error { return osText(w, r.OS, r.Target.Dialect == "sqlite") },
@@ -126,9 +133,11 @@ type jsonSummary struct {
 	// ReadHist is the read operations' latency, for workloads that test IO.
 	ReadHist []metrics.Bucket `json:"read_histogram,omitempty"`
 	// Parts are the targets of a multi-target run.
-	Parts    []jsonPart   `json:"parts,omitempty"`
-	OS       *ostat.Rates `json:"os,omitempty"` // the measured window
-	Warnings []string     `json:"warnings,omitempty"`
+	Parts []jsonPart `json:"parts,omitempty"`
+	// Replay is a replay's report (fingerprints: the top ones).
+	Replay   *result.Replay `json:"replay,omitempty"`
+	OS       *ostat.Rates   `json:"os,omitempty"` // the measured window
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 type jsonPart struct {
@@ -137,7 +146,10 @@ type jsonPart struct {
 }
 
 // JSON writes the summary object of a run.
-func JSON(w io.Writer, r *result.Run) error {
+func JSON(w io.Writer, r *result.Run) error { return JSONWith(w, r, Options{}) }
+
+// JSONWith writes the summary object of a run with options.
+func JSONWith(w io.Writer, r *result.Run, o Options) error {
 	s := jsonSummary{Summary: r.Summarize(), LoadProfile: r.LoadProfile, IOProfile: r.IOProfile,
 		CommitHist: commitBuckets(r), Warnings: r.Warnings, IO: r.IO}
 	if r.IO != nil {
@@ -145,6 +157,17 @@ func JSON(w io.Writer, r *result.Run) error {
 	}
 	for _, p := range r.Parts {
 		s.Parts = append(s.Parts, jsonPart{Summary: p.Summarize(), IO: p.IO})
+	}
+	if r.Replay != nil {
+		rp := *r.Replay
+		rp.Fingerprints = append([]result.ReplayFingerprint(nil), rp.Fingerprints[:min(len(rp.Fingerprints), 15)]...)
+		for i := range rp.Fingerprints {
+			rp.Fingerprints[i].Capture.HDR, rp.Fingerprints[i].Replay.HDR = "", ""
+			if !o.Literals {
+				rp.Fingerprints[i].Example = ""
+			}
+		}
+		s.Replay = &rp
 	}
 	if r.OS != nil {
 		s.OS = &r.OS.Window

@@ -69,6 +69,8 @@ type Run struct {
 	OS         *OS       `json:"os,omitempty"`
 	// IO is the run in SLOB's units, for workloads that test IO.
 	IO *IOUnits `json:"io_units,omitempty"`
+	// Replay is the replay workload's report.
+	Replay *Replay `json:"replay,omitempty"`
 	// Parts are the runs of each target of a multi-target run, which this
 	// run aggregates (see Aggregate).
 	Parts []*Run `json:"parts,omitempty"`

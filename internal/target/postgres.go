@@ -22,7 +22,7 @@ func openPostgres(raw string) (*Target, error) {
 	// Prepared once per connection, then executed with the binary protocol:
 	// the cheapest way for the driver to send the same statements again.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	t := &Target{Dialect: Postgres, URL: Redact(raw)}
+	t := &Target{Dialect: Postgres, URL: Redact(raw), pgConfig: cfg}
 	t.connect = func(ctx context.Context, app string) (Conn, error) {
 		cc := cfg.Copy()
 		if app != "" {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DefaultURL is the embedded default: an SQLite file that needs no server.
@@ -102,6 +104,7 @@ type Target struct {
 	Settings map[string]string
 
 	connect  func(ctx context.Context, app string) (Conn, error) // app "" for a session
+	pgConfig *pgx.ConnConfig                                     // PostgreSQL: the parsed URL, for replay connections
 	close    func() error
 	counters func() map[string]float64
 }

@@ -1,0 +1,204 @@
+// Package capture owns the capture of an application's workload from
+// PostgreSQL server logs: it reads csvlog, jsonlog and stderr logs (plain
+// or gzip-compressed, several rotated files as one stream), rebuilds each
+// client session with its statements, bind parameters, start offsets,
+// durations and errors, and writes them to a compact capture file that a
+// replay reads back. It also says which server settings make a log
+// capturable (ServerSettings) and normalises statements into fingerprints
+// for reports.
+//
+// It never connects to a database and never stops at a bad line: whatever
+// it cannot use is counted, with a reason and the first place it was seen,
+// in Capture.Skipped. It does not replay anything and does not decide what
+// a replay should do with sessions that were cut by the edges of the log;
+// it only flags them.
+package capture
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Format names the capture file's schema; the number after the slash
+// changes when a field changes meaning.
+const Format = "dbparity.capture/1"
+
+// Capture is one workload read from a set of log files.
+type Capture struct {
+	Format  string   // always Format
+	Sources []string // the log files, in the order they were read (by first timestamp)
+	// Start is the earliest moment the capture knows of: the first
+	// session's start or the first statement's start. Every offset is
+	// relative to it.
+	Start time.Time
+	// End is when the last session ended (or its last statement ended).
+	End      time.Time
+	Sessions []Session // ordered by start, then ID
+	Texts    []string  // distinct statement texts; Statement.Text indexes it
+	Skipped  []Skip    // what was not captured or was captured incomplete, and why
+}
+
+// Session is one client connection.
+type Session struct {
+	// ID is PostgreSQL's session id (%c, csvlog session_id, jsonlog
+	// session_id: the backend's start time and pid in hex), or, when a
+	// stderr log_line_prefix has no %c, "pid-N" with N counting the pid's
+	// sessions in the log.
+	ID          string
+	PID         int
+	User        string
+	Database    string
+	Application string // as at connection; "" when unknown
+	Host        string // client address or "[local]"; "" when unknown
+	// Start and End are offsets from Capture.Start: the connection and the
+	// disconnection, or the first and last thing the log shows of the
+	// session when those lines are missing.
+	Start, End time.Duration
+	// StartedBeforeLog: the log has no connection line for the session
+	// (it was open when the log began, or log_connections was off).
+	StartedBeforeLog bool
+	// EndedAfterLog: the log has no disconnection line for the session
+	// (it was still open when the log ended, or log_disconnections was off).
+	EndedAfterLog bool
+	Statements    []Statement // in execution order
+}
+
+// Statement is one executed statement: a simple query or one execution of
+// an extended-protocol statement (parse and bind are folded into it).
+type Statement struct {
+	// Offset is when the statement started, from Capture.Start: the log
+	// time minus the duration for lines logged at the end of a statement,
+	// and the start of its first protocol message (parse or bind) for the
+	// extended protocol. Offsets never decrease within a session.
+	Offset time.Duration
+	// Duration is the server's time for the statement (parse, bind and
+	// execute for the extended protocol); 0 when the log does not say
+	// (log_statement alone, failed statements).
+	Duration time.Duration
+	Text     int    // index into Capture.Texts
+	Prepared string // name of the prepared statement executed; "" for unnamed and simple queries
+	Extended bool   // came through the extended query protocol
+	// Params holds the bind parameters in order ($1 first) as the server
+	// printed them (text); a nil element is NULL.
+	Params []*string
+	// ParamsTruncated: the log does not hold the whole parameter values
+	// (cut by log_parameter_max_length, or not logged at all), so the
+	// statement cannot be replayed as it ran.
+	ParamsTruncated bool
+	Error           *Error // nil when the statement succeeded
+}
+
+// Error is a statement's failure as logged.
+type Error struct {
+	SQLState string // "" when the log does not carry it (stderr without %e)
+	Message  string
+}
+
+// SkipEffect says what a skip means for the capture.
+type SkipEffect string
+
+const (
+	// Ignored: lines of no interest to a capture (checkpoints, autovacuum,
+	// other processes); nothing is lost.
+	Ignored SkipEffect = "ignored"
+	// Dropped: lines that may have held workload but could not be used.
+	Dropped SkipEffect = "dropped"
+	// Flagged: captured, but incomplete in the way the reason says.
+	Flagged SkipEffect = "flagged"
+)
+
+// Skip counts one reason for skipping or flagging, with the first place it
+// was seen.
+type Skip struct {
+	Reason string
+	Effect SkipEffect
+	Count  int
+	First  string // file:line of the first occurrence
+}
+
+// Statements counts the statements of all sessions.
+func (c *Capture) Statements() int {
+	n := 0
+	for i := range c.Sessions {
+		n += len(c.Sessions[i].Statements)
+	}
+	return n
+}
+
+// Summary returns the human lines that say what the capture holds and
+// what was skipped, each ending in a newline.
+func (c *Capture) Summary() string {
+	var b strings.Builder
+	span := c.End.Sub(c.Start)
+	fmt.Fprintf(&b, "capture: %d log file(s), %s to %s (%s)\n", len(c.Sources),
+		c.Start.UTC().Format("2006-01-02 15:04:05.000"), c.End.UTC().Format("2006-01-02 15:04:05.000 MST"), span.Round(time.Millisecond))
+	before, after := 0, 0
+	var stmts, extended, prepared, failed, truncated int
+	var busy time.Duration
+	states := map[string]int{}
+	for i := range c.Sessions {
+		s := &c.Sessions[i]
+		if s.StartedBeforeLog {
+			before++
+		}
+		if s.EndedAfterLog {
+			after++
+		}
+		for _, st := range s.Statements {
+			stmts++
+			busy += st.Duration
+			if st.Extended {
+				extended++
+			}
+			if st.Prepared != "" {
+				prepared++
+			}
+			if st.ParamsTruncated {
+				truncated++
+			}
+			if st.Error != nil {
+				failed++
+				code := st.Error.SQLState
+				if code == "" {
+					code = "unknown SQLSTATE"
+				}
+				states[code]++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "sessions: %d (%d started before the log, %d ended after it)\n", len(c.Sessions), before, after)
+	fmt.Fprintf(&b, "statements: %d (%d extended protocol, %d of named prepared statements), %d distinct texts, %s of server time\n",
+		stmts, extended, prepared, len(c.Texts), busy.Round(time.Microsecond))
+	if truncated > 0 {
+		fmt.Fprintf(&b, "unreplayable: %d statements without their full parameters\n", truncated)
+	}
+	fmt.Fprintf(&b, "errors: %d", failed)
+	if failed > 0 {
+		codes := make([]string, 0, len(states))
+		for k := range states {
+			codes = append(codes, k)
+		}
+		sort.Slice(codes, func(i, j int) bool {
+			if states[codes[i]] != states[codes[j]] {
+				return states[codes[i]] > states[codes[j]]
+			}
+			return codes[i] < codes[j]
+		})
+		parts := make([]string, len(codes))
+		for i, k := range codes {
+			parts[i] = fmt.Sprintf("%s x%d", k, states[k])
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	b.WriteString("\n")
+	for _, effect := range []SkipEffect{Dropped, Flagged, Ignored} {
+		for _, s := range c.Skipped {
+			if s.Effect == effect {
+				fmt.Fprintf(&b, "%s: %d %s (first at %s)\n", s.Effect, s.Count, s.Reason, s.First)
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,140 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// Options change what a summary shows.
+type Options struct {
+	// Literals shows a replay's statement texts with their literal values
+	// (when the replay kept them), not only fingerprints.
+	Literals bool
+	// TopStatements is how many fingerprints a replay report lists
+	// (default 15).
+	TopStatements int
+}
+
+// replayText prints a replay's report: capture against replay, outcomes
+// that diverge, sessions that differ, and the statements that gained the
+// most time.
+func replayText(w io.Writer, r *result.Run, o Options) error {
+	rp := r.Replay
+	if rp == nil {
+		return nil
+	}
+	if o.TopStatements <= 0 {
+		o.TopStatements = 15
+	}
+	speed := "as fast as possible"
+	if rp.Speed > 0 {
+		speed = fmt.Sprintf("speed %g", rp.Speed)
+	}
+	fmt.Fprintf(w, "\n  replay of %s (%s, %s order)\n", rp.Capture, speed, rp.Order)
+	fmt.Fprintf(w, "    duration     captured %s, replayed in %s\n", secs(rp.CaptureSeconds), secs(rp.ReplaySeconds))
+	fmt.Fprintf(w, "    sessions     %d (%d could not connect)\n", rp.Sessions, rp.SessionsFailed)
+	fmt.Fprintf(w, "    statements   %d captured, %d replayed: %d ok, %d failed", rp.Statements, rp.Replayed, rp.OK, rp.Errors)
+	for _, k := range sortedKeys(rp.NotReplayed) {
+		fmt.Fprintf(w, "; %d not replayed (%s)", rp.NotReplayed[k], k)
+	}
+	fmt.Fprintf(w, "\n    commits      %d captured, %d replayed\n", rp.CapturedCommits, rp.ReplayedCommits)
+	if l := rp.Lag; l != nil {
+		fmt.Fprintf(w, "    lag          behind schedule when issued: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+			l.P50Ms, l.P95Ms, l.P99Ms, l.MaxMs)
+	}
+	for _, n := range rp.Notes {
+		fmt.Fprintf(w, "    note         %s\n", n)
+	}
+	div := rp.Divergent()
+	fmt.Fprintf(w, "\n    outcomes against the capture (%d divergent statements)\n", div)
+	if len(rp.Outcomes) == 0 {
+		fmt.Fprintf(w, "      every statement ended as it did in the capture\n")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "      kind\tcount\tcaptured\treplayed\tstatement\n")
+		for _, x := range rp.Outcomes {
+			fmt.Fprintf(tw, "      %s\t%d\t%s\t%s\t%s\n", x.Kind, x.Count, state(x.Captured), state(x.Replayed), clip(x.Fingerprint, 70))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rp.SessionDiffs) > 0 {
+		fmt.Fprintf(w, "\n    sessions whose replay differs from their capture (%d)\n", len(rp.SessionDiffs))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "      session\tok: captured\treplayed\tcommits: captured\treplayed\terrors: captured\treplayed\t\n")
+		for i, d := range rp.SessionDiffs {
+			if i == 10 {
+				fmt.Fprintf(tw, "      (%d more in the result file)\t\t\t\t\t\t\t\n", len(rp.SessionDiffs)-10)
+				break
+			}
+			fmt.Fprintf(tw, "      %s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d.ID, d.CapturedOK, d.ReplayedOK, d.CapturedCommits,
+				d.ReplayedCommits, d.CapturedErrors, d.ReplayedErrors)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\n    statements, most time added first (capture: server time from the log; replay: client time, round trip included)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "      calls\treplayed\tcapture mean ms\tp95\treplay mean ms\tp95\tratio\t  statement\n")
+	for i, f := range rp.Fingerprints {
+		if i == o.TopStatements {
+			fmt.Fprintf(tw, "      (%d more in the result file)\t\t\t\t\t\t\t\n", len(rp.Fingerprints)-i)
+			break
+		}
+		text := f.Text
+		if o.Literals && f.Example != "" {
+			text = f.Example
+		}
+		ratio := "-"
+		if f.Capture.Count > 0 && f.Replay.Count > 0 && f.Capture.MeanMs > 0 {
+			ratio = fmt.Sprintf("%.2fx", f.Replay.MeanMs/f.Capture.MeanMs)
+		}
+		fmt.Fprintf(tw, "      %d\t%d\t%s\t%s\t%s\t%s\t%s\t  %s\n", f.Calls, f.Replayed, msOrDash(f.Capture, f.Capture.MeanMs),
+			msOrDash(f.Capture, f.Capture.P95Ms), msOrDash(f.Replay, f.Replay.MeanMs), msOrDash(f.Replay, f.Replay.P95Ms), ratio,
+			clip(text, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if o.Literals && !rp.Literals {
+		fmt.Fprintf(w, "    (the replay kept no literal values: run it with --show-literals to keep them)\n")
+	}
+	return nil
+}
+
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+func state(s string) string {
+	switch s {
+	case "":
+		return "ok"
+	case "?":
+		return "error (no SQLSTATE in the log)"
+	}
+	return s
+}
+
+func msOrDash(h result.Histogram, v float64) string {
+	if h.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// clip shortens a statement to one line of at most n characters.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

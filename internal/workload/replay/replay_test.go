@@ -1,0 +1,220 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// fakeConn records what it was sent; statements whose text is in fail
+// fail with that SQLSTATE.
+type fakeConn struct {
+	log  *log
+	sess string
+	fail map[string]string
+}
+
+type log struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+type call struct {
+	sess, kind, sql, name string
+	params                []*string
+	at                    time.Time
+}
+
+func (c *fakeConn) do(kind, name, sql string, params []*string, sent func()) (int64, error) {
+	c.log.mu.Lock()
+	c.log.calls = append(c.log.calls, call{c.sess, kind, sql, name, params, time.Now()})
+	c.log.mu.Unlock()
+	sent()
+	time.Sleep(time.Millisecond)
+	if code, ok := c.fail[sql]; ok {
+		return 0, &pgconn.PgError{Code: code, Message: "failed " + code}
+	}
+	return 1, nil
+}
+
+func (c *fakeConn) Simple(_ context.Context, sql string, sent func()) (int64, error) {
+	return c.do("simple", "", sql, nil, sent)
+}
+func (c *fakeConn) Extended(_ context.Context, sql string, p []*string, sent func()) (int64, error) {
+	return c.do("extended", "", sql, p, sent)
+}
+func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, sent func()) (int64, error) {
+	return c.do("prepared", name, sql, p, sent)
+}
+func (c *fakeConn) Close() error { return nil }
+
+func str(s string) *string { return &s }
+
+// testCapture: two sessions over 400 ms. Session a: BEGIN, a prepared
+// UPDATE with parameters, a failing SELECT (42P01 in the capture), COMMIT.
+// Session b: an extended INSERT with a NULL parameter, then COMMIT.
+func testCapture() *capture.Capture {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	return &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(400)),
+		Texts: []string{"BEGIN", "UPDATE t SET v = v + $1 WHERE id = $2", "SELECT * FROM missing", "COMMIT",
+			"INSERT INTO h VALUES ($1, $2)"},
+		Sessions: []capture.Session{
+			{ID: "a", User: "app", Database: "db", Start: 0, End: ms(400), Statements: []capture.Statement{
+				{Offset: ms(0), Text: 0, Duration: ms(1)},
+				{Offset: ms(100), Text: 1, Prepared: "S_1", Extended: true, Params: []*string{str("5"), str("7")}, Duration: ms(2)},
+				{Offset: ms(200), Text: 2, Error: &capture.Error{SQLState: "42P01", Message: "relation does not exist"}},
+				{Offset: ms(300), Text: 3, Duration: ms(1)},
+			}},
+			{ID: "b", User: "app", Database: "db", Start: ms(50), End: ms(350), Statements: []capture.Statement{
+				{Offset: ms(150), Text: 4, Extended: true, Params: []*string{str("x"), nil}, Duration: ms(1)},
+				{Offset: ms(250), Text: 3, Duration: ms(1)},
+			}},
+		}}
+}
+
+func connector(l *log, fail map[string]string) func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+	return func(_ context.Context, user, db, app string) (target.ReplayConn, error) {
+		return &fakeConn{log: l, sess: user + "@" + db, fail: fail}, nil
+	}
+}
+
+func TestReplayAsCaptured(t *testing.T) {
+	l := &log{}
+	fail := map[string]string{"SELECT * FROM missing": "42P01"}
+	start := time.Now()
+	r, err := Run(context.Background(), Options{Capture: testCapture(), Speed: 2, Connect: connector(l, fail),
+		MapUser: map[string]string{"app": "replayer"}, Tick: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At speed 2, the 400 ms capture takes 200 ms (the sessions hold their
+	// connections until their captured end).
+	if d := time.Since(start); d < 190*time.Millisecond || d > 400*time.Millisecond {
+		t.Errorf("replay at speed 2 took %v, want about 200 ms", d)
+	}
+	if r.Replayed != 6 || r.OK != 5 || r.Errors != 1 || r.Statements != 6 {
+		t.Errorf("replayed %d (ok %d, errors %d) of %d", r.Replayed, r.OK, r.Errors, r.Statements)
+	}
+	if len(r.Outcomes) != 1 || r.Outcomes[0].Kind != Expected || r.Outcomes[0].Replayed != "42P01" {
+		t.Errorf("outcomes %+v, want one expected 42P01", r.Outcomes)
+	}
+	if r.CapturedCommits != 2 || r.ReplayedCommits != 2 || len(r.SessionDiffs) != 0 {
+		t.Errorf("commits %d/%d, session diffs %+v", r.CapturedCommits, r.ReplayedCommits, r.SessionDiffs)
+	}
+	if r.Lag == nil || r.Lag.Max() > 50*time.Millisecond {
+		t.Errorf("lag %v", r.Lag)
+	}
+	var prepared, extended *call
+	for i, c := range l.calls {
+		if c.sess != "replayer@db" {
+			t.Errorf("session connected as %s", c.sess)
+		}
+		switch c.kind {
+		case "prepared":
+			prepared = &l.calls[i]
+		case "extended":
+			extended = &l.calls[i]
+		}
+	}
+	if prepared == nil || prepared.name != "S_1" || *prepared.params[0] != "5" || *prepared.params[1] != "7" {
+		t.Errorf("prepared call %+v", prepared)
+	}
+	if extended == nil || extended.params[1] != nil || *extended.params[0] != "x" {
+		t.Errorf("extended call %+v (want NULL second parameter)", extended)
+	}
+	// The UPDATE was due at 50 ms (100 ms / 2).
+	if off := prepared.at.Sub(start); off < 45*time.Millisecond || off > 90*time.Millisecond {
+		t.Errorf("statement captured at 100 ms issued at %v at speed 2", off)
+	}
+}
+
+func TestDivergence(t *testing.T) {
+	l := &log{}
+	// The failing SELECT now works; the INSERT fails anew.
+	fail := map[string]string{"INSERT INTO h VALUES ($1, $2)": "23505"}
+	r, err := Run(context.Background(), Options{Capture: testCapture(), Speed: 0, Connect: connector(l, fail)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int64{}
+	for _, o := range r.Outcomes {
+		kinds[o.Kind] += o.Count
+	}
+	if kinds[New] != 1 || kinds[Vanished] != 1 || kinds[Expected] != 0 {
+		t.Errorf("outcomes %+v", r.Outcomes)
+	}
+	if r.Lag != nil {
+		t.Error("lag recorded as fast as possible")
+	}
+	if len(r.SessionDiffs) != 2 {
+		t.Errorf("session diffs %+v, want both sessions", r.SessionDiffs)
+	}
+}
+
+// Global order issues statements in captured start order across sessions,
+// even as fast as possible.
+func TestGlobalOrder(t *testing.T) {
+	for range 5 {
+		l := &log{}
+		if _, err := Run(context.Background(), Options{Capture: testCapture(), Order: OrderGlobal, Connect: connector(l, nil)}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range l.calls {
+			got = append(got, strings.Fields(c.sql)[0])
+		}
+		// Captured starts: 0 BEGIN, 100 UPDATE, 150 INSERT, 200 SELECT,
+		// 250 COMMIT (b), 300 COMMIT (a).
+		if want := "BEGIN UPDATE INSERT SELECT COMMIT COMMIT"; strings.Join(got, " ") != want {
+			t.Fatalf("issued %v, want %s", got, want)
+		}
+	}
+}
+
+func TestRefusedUserFallsBack(t *testing.T) {
+	l := &log{}
+	conn := func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+		if user == "app" {
+			return nil, &target.ConnectError{User: user, Database: db, Err: &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}}
+		}
+		return &fakeConn{log: l, sess: user + "@" + db}, nil
+	}
+	r, err := Run(context.Background(), Options{Capture: testCapture(), Connect: conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Replayed != 6 || len(r.Notes) != 1 || l.calls[0].sess != "@" {
+		t.Errorf("replayed %d, notes %q, first session %q", r.Replayed, r.Notes, l.calls[0].sess)
+	}
+}
+
+func TestStopIsPartial(t *testing.T) {
+	l := &log{}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+	defer cancel()
+	r, err := Run(ctx, Options{Capture: testCapture(), Speed: 1, Connect: connector(l, nil)})
+	if !errors.Is(err, context.DeadlineExceeded) || r == nil || !r.Partial || r.NotReplayed["replay stopped"] == 0 {
+		t.Fatalf("err %v, result %+v", err, r)
+	}
+	if r.Replayed+r.NotReplayed["replay stopped"] != 6 {
+		t.Errorf("replayed %d + not replayed %v != 6", r.Replayed, r.NotReplayed)
+	}
+}
+
+func TestIsCommit(t *testing.T) {
+	for s, want := range map[string]bool{"COMMIT": true, "commit;": true, " END;": true, "end": true,
+		"END TRANSACTION": true, "COMMIT PREPARED 'x'": true, "ENDS": false, "SELECT 1": false, "": false} {
+		if isCommit(s) != want {
+			t.Errorf("isCommit(%q) = %v", s, !want)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package replay
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/metrics"
+)
+
+// Result is what a replay did, beside its capture.
+type Result struct {
+	Start, End    time.Time
+	Partial       bool
+	PartialReason string
+	// CaptureSeconds is the capture's span; ReplaySeconds the replay's.
+	CaptureSeconds, ReplaySeconds float64
+	Speed                         float64 // 0: as fast as possible
+	Order                         string
+	Sessions, SessionsFailed      int
+	// Statements were captured; Replayed were issued (OK plus Errors).
+	Statements, Replayed, OK, Errors int64
+	NotReplayed                      map[string]int64 // by reason
+	// Latency is every replayed statement's client time; Commit the
+	// COMMIT statements' alone.
+	Latency, Commit *metrics.Histogram
+	// Lag is how late statements were issued behind their schedule (nil
+	// when replaying as fast as possible).
+	Lag          *metrics.Histogram
+	Fingerprints []Fingerprint
+	// Outcomes are the statements whose replay ended otherwise than their
+	// capture, and the captured errors that the replay repeated.
+	Outcomes []Outcome
+	// Sessions whose replay completed a different number of statements or
+	// commits than their capture.
+	SessionDiffs []SessionDiff
+	// CapturedCommits and ReplayedCommits count successful COMMIT / END.
+	CapturedCommits, ReplayedCommits int64
+	Notes                            []string
+	Series                           []metrics.Interval // statements completed per interval in Commits
+	FirstErrors                      map[string]string  // first message per SQLSTATE
+}
+
+// Fingerprint is one normalised statement, captured and replayed.
+type Fingerprint struct {
+	Text     string
+	Example  string // a captured text, literals and all: only when asked for
+	Calls    int64  // captured executions
+	Replayed int64
+	// Errors in the capture and in the replay.
+	CaptureErrors, ReplayErrors int64
+	// Capture is the server's time from the log (successful statements
+	// with a logged duration); Replay is dbparity's client time, the round
+	// trip included.
+	Capture, Replay *metrics.Histogram
+}
+
+// Outcome kinds.
+const (
+	Expected = "expected error" // failed in the capture, failed alike in the replay
+	New      = "new error"      // succeeded in the capture, failed in the replay
+	Vanished = "vanished error" // failed in the capture, succeeded in the replay
+	Changed  = "changed error"  // failed in both, with different SQLSTATEs
+)
+
+// kindRank orders outcomes: divergence first, the expected last.
+var kindRank = map[string]int{New: 0, Changed: 1, Vanished: 2, Expected: 3}
+
+// Outcome counts statements of one fingerprint that ended one way.
+type Outcome struct {
+	Kind        string
+	Fingerprint string
+	Captured    string // SQLSTATE in the capture ("" none, "?" unknown: the log did not carry it)
+	Replayed    string // SQLSTATE in the replay ("" none)
+	Count       int64
+	Message     string // the first replay error's message, or the capture's for a vanished error
+}
+
+// SessionDiff is a session whose replay differs from its capture in
+// completed statements or commits.
+type SessionDiff struct {
+	ID, User, Database               string
+	CapturedOK, ReplayedOK           int64
+	CapturedCommits, ReplayedCommits int64
+	CapturedErrors, ReplayedErrors   int64
+}
+
+// recorder gathers the sessions' measurements under one mutex: replay
+// is bound by the server, and a statement takes far longer than the lock.
+type recorder struct {
+	mu       sync.Mutex
+	fps      []Fingerprint
+	fpOf     []int // text index -> fingerprint index
+	outcomes map[[4]string]*Outcome
+	sessions []sessionCount
+	res      Result
+	iv       metrics.Interval
+	ivHist   *metrics.Histogram
+	last     time.Time
+	runStart time.Time
+	active   int
+	lastLag  time.Duration
+	issued   int64
+}
+
+type sessionCount struct {
+	okCapture, okReplay, errCapture, errReplay, commitCapture, commitReplay int64
+}
+
+func newRecorder(c *capture.Capture, fps []string, fpOf []int, literals bool) *recorder {
+	r := &recorder{fpOf: fpOf, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
+		sessions: make([]sessionCount, len(c.Sessions))}
+	for _, f := range fps {
+		r.fps = append(r.fps, Fingerprint{Text: f, Capture: metrics.NewHistogram(), Replay: metrics.NewHistogram()})
+	}
+	r.res = Result{Latency: metrics.NewHistogram(), Commit: metrics.NewHistogram(), NotReplayed: map[string]int64{},
+		FirstErrors: map[string]string{}, Sessions: len(c.Sessions)}
+	for si, s := range c.Sessions {
+		for _, st := range s.Statements {
+			f := &r.fps[fpOf[st.Text]]
+			f.Calls++
+			if literals && f.Example == "" {
+				f.Example = c.Texts[st.Text]
+			}
+			sc := &r.sessions[si]
+			if st.Error != nil {
+				f.CaptureErrors++
+				sc.errCapture++
+				continue
+			}
+			sc.okCapture++
+			if isCommit(c.Texts[st.Text]) {
+				sc.commitCapture++
+			}
+			if st.Duration > 0 {
+				f.Capture.Record(st.Duration)
+			}
+		}
+		r.res.Statements += int64(len(s.Statements))
+	}
+	return r
+}
+
+func (r *recorder) start(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runStart, r.last = t, t
+}
+
+func (r *recorder) note(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.res.Notes {
+		if n == s {
+			return
+		}
+	}
+	r.res.Notes = append(r.res.Notes, s)
+}
+
+func (r *recorder) sessionFailed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.SessionsFailed++
+	if _, ok := r.res.FirstErrors["connection"]; !ok {
+		r.res.FirstErrors["connection"] = err.Error()
+	}
+}
+
+func (r *recorder) sessionStarted() { r.mu.Lock(); r.active++; r.mu.Unlock() }
+func (r *recorder) sessionEnded()   { r.mu.Lock(); r.active--; r.mu.Unlock() }
+
+func (r *recorder) skipped(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.NotReplayed[reason]++
+}
+
+// statement records statement i of session s.
+func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Duration, err error) {
+	st := &c.Sessions[s].Statements[i]
+	text := c.Texts[st.Text]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := &r.fps[r.fpOf[st.Text]]
+	f.Replayed++
+	r.res.Replayed++
+	r.issued++
+	sc := &r.sessions[s]
+	if lag >= 0 {
+		if r.res.Lag == nil {
+			r.res.Lag = metrics.NewHistogram()
+		}
+		r.res.Lag.Record(lag)
+		r.lastLag = lag
+	}
+	got := sqlState(err)
+	want := ""
+	if st.Error != nil {
+		want = st.Error.SQLState
+		if want == "" {
+			want = "?"
+		}
+	}
+	if err != nil {
+		r.res.Errors++
+		f.ReplayErrors++
+		sc.errReplay++
+		r.iv.Errors++
+		if _, ok := r.res.FirstErrors[got]; !ok {
+			r.res.FirstErrors[got] = err.Error()
+		}
+	} else {
+		r.res.OK++
+		sc.okReplay++
+		r.res.Latency.Record(took)
+		f.Replay.Record(took)
+		r.ivHist.Record(took)
+		r.iv.Commits++
+		if isCommit(text) {
+			sc.commitReplay++
+			r.res.Commit.Record(took)
+		}
+	}
+	kind := ""
+	switch {
+	case want == "" && got == "":
+	case want == "":
+		kind = New
+	case got == "":
+		kind = Vanished
+	case want == got || want == "?":
+		kind = Expected
+	default:
+		kind = Changed
+	}
+	if kind == "" {
+		return
+	}
+	key := [4]string{kind, f.Text, want, got}
+	o := r.outcomes[key]
+	if o == nil {
+		o = &Outcome{Kind: kind, Fingerprint: f.Text, Captured: want, Replayed: got}
+		switch {
+		case err != nil:
+			o.Message = err.Error()
+		case st.Error != nil:
+			o.Message = st.Error.Message
+		}
+		r.outcomes[key] = o
+	}
+	o.Count++
+}
+
+// tick closes the series' interval ending now.
+func (r *recorder) tick(now time.Time) Progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	iv := r.iv
+	iv.At, iv.Seconds, iv.Phase = now.Sub(r.runStart).Seconds(), now.Sub(r.last).Seconds(), "measure"
+	iv.P50Micros = r.ivHist.Quantile(0.50).Microseconds()
+	iv.P95Micros = r.ivHist.Quantile(0.95).Microseconds()
+	iv.P99Micros = r.ivHist.Quantile(0.99).Microseconds()
+	iv.ActiveSess = r.active
+	if iv.Seconds > 0 {
+		r.res.Series = append(r.res.Series, iv)
+	}
+	r.iv = metrics.Interval{}
+	r.ivHist.Reset()
+	r.last = now
+	return Progress{Elapsed: now.Sub(r.runStart), Issued: r.issued, Total: r.res.Statements, Errors: r.res.Errors,
+		Lag: r.lastLag, ActiveSessions: r.active, StatementsPerSec: iv.TPS()}
+}
+
+func (r *recorder) result(c *capture.Capture, o Options, start, end time.Time) *Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.res
+	res.Start, res.End = start, end
+	res.CaptureSeconds, res.ReplaySeconds = c.End.Sub(c.Start).Seconds(), end.Sub(start).Seconds()
+	res.Speed, res.Order = o.Speed, o.Order
+	res.Fingerprints = append([]Fingerprint(nil), r.fps...)
+	// Top regressions first: the most replay time added over the capture.
+	added := func(f Fingerprint) float64 {
+		return float64(f.Replay.Count()) * (f.Replay.Mean().Seconds() - f.Capture.Mean().Seconds())
+	}
+	sort.SliceStable(res.Fingerprints, func(a, b int) bool { return added(res.Fingerprints[a]) > added(res.Fingerprints[b]) })
+	for _, o := range r.outcomes {
+		res.Outcomes = append(res.Outcomes, *o)
+	}
+	sort.Slice(res.Outcomes, func(a, b int) bool {
+		x, y := res.Outcomes[a], res.Outcomes[b]
+		if x.Kind != y.Kind {
+			return kindRank[x.Kind] < kindRank[y.Kind]
+		}
+		return x.Count > y.Count
+	})
+	for i, sc := range r.sessions {
+		res.CapturedCommits += sc.commitCapture
+		res.ReplayedCommits += sc.commitReplay
+		if sc.okCapture != sc.okReplay || sc.commitCapture != sc.commitReplay || sc.errCapture != sc.errReplay {
+			s := c.Sessions[i]
+			res.SessionDiffs = append(res.SessionDiffs, SessionDiff{ID: s.ID, User: s.User, Database: s.Database,
+				CapturedOK: sc.okCapture, ReplayedOK: sc.okReplay, CapturedCommits: sc.commitCapture,
+				ReplayedCommits: sc.commitReplay, CapturedErrors: sc.errCapture, ReplayedErrors: sc.errReplay})
+		}
+	}
+	return &res
+}
