@@ -397,10 +397,9 @@ func TestCaptureCommand(t *testing.T) {
 	if len(logs) == 0 {
 		t.Fatal("no csvlog test data")
 	}
-	args := []string{"capture", "--out", "app.capture"}
-	for _, l := range logs {
-		args = append(args, "--from", l)
-	}
+	// As the shell expands --from *.csv*: one value, then arguments, then
+	// more flags.
+	args := append(append([]string{"capture", "--from"}, logs...), "--out", "app.capture")
 	code, stdout, stderr := dbparity(t, dir, args...)
 	if code != 0 || !strings.Contains(stdout, "capture written to app.capture") || !strings.Contains(stdout, "sessions") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

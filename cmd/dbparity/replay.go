@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/term"
+
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/runner"
 )
@@ -24,9 +26,10 @@ func cmdCapture(_ context.Context, args []string) error {
 	prefix := fs.String("prefix", "", "stderr logs: the server's log_line_prefix (default "+strconv.Quote(capture.DefaultPrefix)+")")
 	paramMax := fs.Int("param-max-length", 0, "the server's log_parameter_max_length when it logged (-1: values whole; 0: unknown)")
 	force := fs.Bool("force", false, "replace the capture file if it exists")
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Printf("usage: dbparity capture --from LOG [--from LOG...] --out CAPTURE [flags]\n\n")
+			fmt.Printf("usage: dbparity capture --out CAPTURE [flags] LOG... (or --from LOG, repeatable)\n\n")
 			fmt.Printf("Reads PostgreSQL server logs into a capture file that dbparity replay plays.\n\nflags:\n")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
@@ -35,7 +38,7 @@ func cmdCapture(_ context.Context, args []string) error {
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see dbparity capture --help)", err)}
 	}
-	files := append([]string(from), fs.Args()...)
+	files := append([]string(from), positional...)
 	switch {
 	case len(files) == 0:
 		return runner.UsageError{Err: errors.New("name the log files with --from (see dbparity capture --help)")}
@@ -50,13 +53,19 @@ func cmdCapture(_ context.Context, args []string) error {
 			return runner.UsageError{Err: fmt.Errorf("log file %s: %v", f, errors.Unwrap(err))}
 		}
 	}
-	c, err := capture.Parse(files, capture.Options{Format: *format, Prefix: *prefix, ParamMaxLength: *paramMax,
-		Progress: func(file string, done, total int64) {
+	o := capture.Options{Format: *format, Prefix: *prefix, ParamMaxLength: *paramMax}
+	tty := term.IsTerminal(int(os.Stderr.Fd()))
+	if tty {
+		o.Progress = func(file string, done, total int64) {
 			if total > 0 {
-				fmt.Fprintf(os.Stderr, "\rreading %s %3.0f%%", file, 100*float64(done)/float64(total))
+				fmt.Fprintf(os.Stderr, "\r\033[Kreading %s %3.0f%%", file, 100*float64(done)/float64(total))
 			}
-		}})
-	fmt.Fprint(os.Stderr, "\r\033[K")
+		}
+	}
+	c, err := capture.Parse(files, o)
+	if tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
 	if err != nil {
 		return runner.UsageError{Err: err}
 	}
@@ -69,6 +78,23 @@ func cmdCapture(_ context.Context, args []string) error {
 		return errors.New("the logs hold no statements: is statement logging on? (see dbparity capture --help)")
 	}
 	return nil
+}
+
+// parseInterleaved parses flags that may come after arguments too
+// (dbparity capture --from *.csv --out x: the shell expands the glob into
+// arguments after --from's first value) and returns the arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }
 
 // mapping is a repeatable FROM=TO flag.

@@ -17,17 +17,19 @@ import (
 // statements, prepared once per connection. Replay needs this rather than
 // Conn, which encodes typed Go values.
 type ReplayConn interface {
-	// Each call returns when the server answered; sent is called as soon
-	// as the statement is on its way, before the answer.
+	// Each call returns the command tag of the (last) statement when the
+	// server answered ("ROLLBACK" for a COMMIT of a failed transaction);
+	// sent is called as soon as the statement is on its way, before the
+	// answer.
 
 	// Simple sends sql with the simple query protocol.
-	Simple(ctx context.Context, sql string, sent func()) (rows int64, err error)
+	Simple(ctx context.Context, sql string, sent func()) (tag string, err error)
 	// Extended runs sql as the unnamed statement with text parameters
 	// (nil is NULL).
-	Extended(ctx context.Context, sql string, params []*string, sent func()) (rows int64, err error)
+	Extended(ctx context.Context, sql string, params []*string, sent func()) (tag string, err error)
 	// Prepared executes the named prepared statement, preparing it from
 	// sql the first time this connection sees the name.
-	Prepared(ctx context.Context, name, sql string, params []*string, sent func()) (rows int64, err error)
+	Prepared(ctx context.Context, name, sql string, params []*string, sent func()) (tag string, err error)
 	Close() error
 }
 
@@ -92,39 +94,39 @@ type replayConn struct {
 	prepared map[string]bool
 }
 
-func (r *replayConn) Simple(ctx context.Context, sql string, sent func()) (int64, error) {
+func (r *replayConn) Simple(ctx context.Context, sql string, sent func()) (string, error) {
 	mr := r.c.Exec(ctx, sql)
 	sent()
 	results, err := mr.ReadAll()
-	var rows int64
+	tag := ""
 	for _, res := range results {
 		if res.Err != nil {
-			return rows, res.Err
+			return tag, res.Err
 		}
-		rows += res.CommandTag.RowsAffected()
+		tag = res.CommandTag.String()
 	}
-	return rows, err
+	return tag, err
 }
 
-func (r *replayConn) Extended(ctx context.Context, sql string, params []*string, sent func()) (int64, error) {
+func (r *replayConn) Extended(ctx context.Context, sql string, params []*string, sent func()) (string, error) {
 	rr := r.c.ExecParams(ctx, sql, values(params), nil, nil, nil)
 	sent()
 	res := rr.Read()
-	return res.CommandTag.RowsAffected(), res.Err
+	return res.CommandTag.String(), res.Err
 }
 
-func (r *replayConn) Prepared(ctx context.Context, name, sql string, params []*string, sent func()) (int64, error) {
+func (r *replayConn) Prepared(ctx context.Context, name, sql string, params []*string, sent func()) (string, error) {
 	if !r.prepared[name] {
 		if _, err := r.c.Prepare(ctx, name, sql, nil); err != nil {
 			sent()
-			return 0, err
+			return "", err
 		}
 		r.prepared[name] = true
 	}
 	rr := r.c.ExecPrepared(ctx, name, values(params), nil, nil)
 	sent()
 	res := rr.Read()
-	return res.CommandTag.RowsAffected(), res.Err
+	return res.CommandTag.String(), res.Err
 }
 
 func (r *replayConn) Close() error {

@@ -280,21 +280,22 @@ func (p *play) session(ctx context.Context, i int) {
 		// The next statement in global order may go once this one is on
 		// the wire, not when it is answered.
 		sent := func() { p.passTurn(i, next) }
+		var tag string
 		var err error
 		text := p.c.Texts[st.Text]
 		switch {
 		case st.Prepared != "":
-			_, err = conn.Prepared(ctx, st.Prepared, text, st.Params, sent)
+			tag, err = conn.Prepared(ctx, st.Prepared, text, st.Params, sent)
 		case st.Extended:
-			_, err = conn.Extended(ctx, text, st.Params, sent)
+			tag, err = conn.Extended(ctx, text, st.Params, sent)
 		default:
-			_, err = conn.Simple(ctx, text, sent)
+			tag, err = conn.Simple(ctx, text, sent)
 		}
 		lag := time.Duration(-1)
 		if p.o.Speed > 0 {
 			lag = max(0, issued.Sub(due))
 		}
-		p.rec.statement(p.c, i, next, time.Since(issued), lag, err)
+		p.rec.statement(p.c, i, next, time.Since(issued), lag, tag, err)
 	}
 	// Hold the connection until the captured disconnection.
 	sleepUntil(ctx, p.at(s.End))
@@ -372,6 +373,16 @@ func sqlState(err error) string {
 		return pe.Code
 	}
 	return "other"
+}
+
+// isBegin reports whether a statement opens a transaction block.
+func isBegin(text string) bool {
+	f := strings.Fields(strings.ToUpper(text))
+	if len(f) == 0 {
+		return false
+	}
+	w := strings.TrimSuffix(f[0], ";")
+	return w == "BEGIN" || (w == "START" && len(f) > 1 && strings.HasPrefix(f[1], "TRANSACTION"))
 }
 
 // isCommit reports whether a statement ends a transaction with a commit.

@@ -17,9 +17,10 @@ import (
 // fakeConn records what it was sent; statements whose text is in fail
 // fail with that SQLSTATE.
 type fakeConn struct {
-	log  *log
-	sess string
-	fail map[string]string
+	log          *log
+	sess         string
+	fail         map[string]string
+	inTx, failed bool // as the server tracks a transaction block
 }
 
 type log struct {
@@ -33,25 +34,37 @@ type call struct {
 	at                    time.Time
 }
 
-func (c *fakeConn) do(kind, name, sql string, params []*string, sent func()) (int64, error) {
+func (c *fakeConn) do(kind, name, sql string, params []*string, sent func()) (string, error) {
 	c.log.mu.Lock()
 	c.log.calls = append(c.log.calls, call{c.sess, kind, sql, name, params, time.Now()})
 	c.log.mu.Unlock()
 	sent()
 	time.Sleep(time.Millisecond)
-	if code, ok := c.fail[sql]; ok {
-		return 0, &pgconn.PgError{Code: code, Message: "failed " + code}
+	switch {
+	case sql == "BEGIN":
+		c.inTx, c.failed = true, false
+	case sql == "COMMIT":
+		failed := c.failed || c.fail[sql] == "ROLLBACK"
+		c.inTx, c.failed = false, false
+		if failed {
+			return "ROLLBACK", nil
+		}
+		return "COMMIT", nil
 	}
-	return 1, nil
+	if code, ok := c.fail[sql]; ok {
+		c.failed = c.inTx
+		return "", &pgconn.PgError{Code: code, Message: "failed " + code}
+	}
+	return "OK", nil
 }
 
-func (c *fakeConn) Simple(_ context.Context, sql string, sent func()) (int64, error) {
+func (c *fakeConn) Simple(_ context.Context, sql string, sent func()) (string, error) {
 	return c.do("simple", "", sql, nil, sent)
 }
-func (c *fakeConn) Extended(_ context.Context, sql string, p []*string, sent func()) (int64, error) {
+func (c *fakeConn) Extended(_ context.Context, sql string, p []*string, sent func()) (string, error) {
 	return c.do("extended", "", sql, p, sent)
 }
-func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, sent func()) (int64, error) {
+func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, sent func()) (string, error) {
 	return c.do("prepared", name, sql, p, sent)
 }
 func (c *fakeConn) Close() error { return nil }
@@ -107,7 +120,9 @@ func TestReplayAsCaptured(t *testing.T) {
 	if len(r.Outcomes) != 1 || r.Outcomes[0].Kind != Expected || r.Outcomes[0].Replayed != "42P01" {
 		t.Errorf("outcomes %+v, want one expected 42P01", r.Outcomes)
 	}
-	if r.CapturedCommits != 2 || r.ReplayedCommits != 2 || len(r.SessionDiffs) != 0 {
+	// Session a's COMMIT follows a failed statement: it rolled back, in
+	// the capture and in the replay.
+	if r.CapturedCommits != 1 || r.ReplayedCommits != 1 || len(r.SessionDiffs) != 0 {
 		t.Errorf("commits %d/%d, session diffs %+v", r.CapturedCommits, r.ReplayedCommits, r.SessionDiffs)
 	}
 	if r.Lag == nil || r.Lag.Max() > 50*time.Millisecond {
@@ -216,5 +231,33 @@ func TestIsCommit(t *testing.T) {
 		if isCommit(s) != want {
 			t.Errorf("isCommit(%q) = %v", s, !want)
 		}
+	}
+}
+
+// A COMMIT answered ROLLBACK is not a commit: a divergence when the
+// capture's committed. Session a's capture has a failed SELECT inside its
+// transaction, so its COMMIT rolled back in the capture too.
+func TestCommitRolledBack(t *testing.T) {
+	l := &log{}
+	r, err := Run(context.Background(), Options{Capture: testCapture(), Connect: connector(l, map[string]string{
+		"SELECT * FROM missing": "42P01", "COMMIT": "ROLLBACK"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Captured: a's COMMIT followed a failure (rolled back), b's committed.
+	if r.CapturedCommits != 1 || r.ReplayedCommits != 0 {
+		t.Errorf("commits captured %d, replayed %d", r.CapturedCommits, r.ReplayedCommits)
+	}
+	var rolledBack int64
+	for _, o := range r.Outcomes {
+		if o.Kind == RolledBack {
+			rolledBack += o.Count
+		}
+		if o.Kind == Committed {
+			t.Errorf("outcome %+v", o)
+		}
+	}
+	if rolledBack != 1 {
+		t.Errorf("outcomes %+v, want b's COMMIT rolled back", r.Outcomes)
 	}
 }

@@ -62,10 +62,14 @@ const (
 	New      = "new error"      // succeeded in the capture, failed in the replay
 	Vanished = "vanished error" // failed in the capture, succeeded in the replay
 	Changed  = "changed error"  // failed in both, with different SQLSTATEs
+	// A COMMIT that committed in the capture and rolled back in the replay
+	// (its transaction failed), and the reverse.
+	RolledBack = "rolled back"
+	Committed  = "committed"
 )
 
 // kindRank orders outcomes: divergence first, the expected last.
-var kindRank = map[string]int{New: 0, Changed: 1, Vanished: 2, Expected: 3}
+var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, Vanished: 3, Committed: 4, Expected: 5}
 
 // Outcome counts statements of one fingerprint that ended one way.
 type Outcome struct {
@@ -94,14 +98,17 @@ type recorder struct {
 	fpOf     []int // text index -> fingerprint index
 	outcomes map[[4]string]*Outcome
 	sessions []sessionCount
-	res      Result
-	iv       metrics.Interval
-	ivHist   *metrics.Histogram
-	last     time.Time
-	runStart time.Time
-	active   int
-	lastLag  time.Duration
-	issued   int64
+	// capRolledBack marks the captured COMMITs whose transaction had
+	// failed: the server answered ROLLBACK.
+	capRolledBack map[[2]int]bool
+	res           Result
+	iv            metrics.Interval
+	ivHist        *metrics.Histogram
+	last          time.Time
+	runStart      time.Time
+	active        int
+	lastLag       time.Duration
+	issued        int64
 }
 
 type sessionCount struct {
@@ -110,28 +117,39 @@ type sessionCount struct {
 
 func newRecorder(c *capture.Capture, fps []string, fpOf []int, literals bool) *recorder {
 	r := &recorder{fpOf: fpOf, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
-		sessions: make([]sessionCount, len(c.Sessions))}
+		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}}
 	for _, f := range fps {
 		r.fps = append(r.fps, Fingerprint{Text: f, Capture: metrics.NewHistogram(), Replay: metrics.NewHistogram()})
 	}
 	r.res = Result{Latency: metrics.NewHistogram(), Commit: metrics.NewHistogram(), NotReplayed: map[string]int64{},
 		FirstErrors: map[string]string{}, Sessions: len(c.Sessions)}
 	for si, s := range c.Sessions {
-		for _, st := range s.Statements {
+		failed := false // the session's transaction block has failed
+		for i, st := range s.Statements {
+			text := c.Texts[st.Text]
 			f := &r.fps[fpOf[st.Text]]
 			f.Calls++
 			if literals && f.Example == "" {
-				f.Example = c.Texts[st.Text]
+				f.Example = text
 			}
 			sc := &r.sessions[si]
+			if isBegin(text) {
+				failed = false
+			}
 			if st.Error != nil {
 				f.CaptureErrors++
 				sc.errCapture++
+				failed = true
 				continue
 			}
 			sc.okCapture++
-			if isCommit(c.Texts[st.Text]) {
-				sc.commitCapture++
+			if isCommit(text) {
+				if failed {
+					r.capRolledBack[[2]int{si, i}] = true
+				} else {
+					sc.commitCapture++
+				}
+				failed = false
 			}
 			if st.Duration > 0 {
 				f.Capture.Record(st.Duration)
@@ -178,7 +196,7 @@ func (r *recorder) skipped(reason string) {
 }
 
 // statement records statement i of session s.
-func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Duration, err error) {
+func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Duration, tag string, err error) {
 	st := &c.Sessions[s].Statements[i]
 	text := c.Texts[st.Text]
 	r.mu.Lock()
@@ -218,13 +236,18 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Durati
 		f.Replay.Record(took)
 		r.ivHist.Record(took)
 		r.iv.Commits++
-		if isCommit(text) {
+		if isCommit(text) && tag != "ROLLBACK" {
 			sc.commitReplay++
 			r.res.Commit.Record(took)
 		}
 	}
+	capRB, repRB := r.capRolledBack[[2]int{s, i}], err == nil && isCommit(text) && tag == "ROLLBACK"
 	kind := ""
 	switch {
+	case want == "" && got == "" && repRB && !capRB:
+		kind = RolledBack
+	case want == "" && got == "" && capRB && !repRB:
+		kind = Committed
 	case want == "" && got == "":
 	case want == "":
 		kind = New
