@@ -166,16 +166,26 @@ func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
 // newFlags builds a command's flag set. The workload's own flags depend on
 // which workload is chosen, so --workload is read from args first.
 func newFlags(name string, args []string) (*flag.FlagSet, *common, error) {
-	fs := flag.NewFlagSet("dbparity "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c := &common{workload: workloadArg(args)}
+	fs, c := targetFlags(name)
+	c.workload = workloadArg(args)
 	w, err := workload.New(c.workload)
 	if err != nil {
 		return nil, nil, runner.UsageError{Err: err}
 	}
 	c.opts.Workload = w
-	t := &c.opts.Target
 	fs.StringVar(&c.workload, "workload", c.workload, "workload: "+strings.Join(workload.Names(), ", "))
+	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of all random choices; the same seed repeats a load or run exactly")
+	w.Flags(fs)
+	return fs, c, nil
+}
+
+// targetFlags builds a command's flag set with the flags that name the
+// target (replay has those and no workload's).
+func targetFlags(name string) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet("dbparity "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := &common{}
+	t := &c.opts.Target
 	fs.Var(&c.targets, "target", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db); repeat it to load, check or run several targets (run drives them at once)")
 	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres")
 	fs.StringVar(&t.PGBin, "pg-bin", "", "managed: directory of initdb, pg_ctl and postgres (default: found on PATH)")
@@ -183,9 +193,7 @@ func newFlags(name string, args []string) (*flag.FlagSet, *common, error) {
 	fs.Var(&c.pgSet, "pg-set", "managed: server setting name=value (repeatable)")
 	fs.StringVar(&t.PGConf, "pg-conf", "", "managed: file of postgresql.conf lines")
 	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
-	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of all random choices; the same seed repeats a load or run exactly")
-	w.Flags(fs)
-	return fs, c, nil
+	return fs, c
 }
 
 // workloadArg finds --workload's value before flags are parsed.
@@ -229,13 +237,15 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	c.opts.Stdout, c.opts.Stderr = os.Stdout, os.Stderr
 	c.opts.TTY = term.IsTerminal(int(os.Stderr.Fd()))
 	c.opts.Target.Progress = os.Stderr
-	var wf flag.FlagSet
-	c.opts.Workload.Flags(&wf)
-	fs.Visit(func(f *flag.Flag) {
-		if wf.Lookup(f.Name) != nil {
-			c.opts.Explicit = append(c.opts.Explicit, f.Name)
-		}
-	})
+	if c.opts.Workload != nil {
+		var wf flag.FlagSet
+		c.opts.Workload.Flags(&wf)
+		fs.Visit(func(f *flag.Flag) {
+			if wf.Lookup(f.Name) != nil {
+				c.opts.Explicit = append(c.opts.Explicit, f.Name)
+			}
+		})
+	}
 	return nil
 }
 

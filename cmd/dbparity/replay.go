@@ -118,10 +118,7 @@ func (m mapping) Set(s string) error {
 }
 
 func cmdReplay(ctx context.Context, args []string) error {
-	fs, c, err := newFlags("replay", args)
-	if err != nil {
-		return err
-	}
+	fs, c := targetFlags("replay")
 	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}}
 	fs.StringVar(&o.Capture, "capture", "", "the capture file (made by dbparity capture)")
 	speed := fs.String("speed", "1", "pace: 1 as captured, 2 twice as fast, 0.5 half; max: as fast as possible, order kept")
@@ -140,6 +137,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	if len(c.targets) > 1 {
 		return runner.UsageError{Err: errors.New("replay takes one --target")}
 	}
+	var err error
 	if *speed == "max" {
 		o.Speed = 0
 	} else if o.Speed, err = strconv.ParseFloat(*speed, 64); err != nil || o.Speed <= 0 {
