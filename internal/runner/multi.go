@@ -64,16 +64,7 @@ func runMulti(ctx context.Context, o RunOptions, outs []string) error {
 	if o.Users, err = sessions(o); err != nil {
 		return err
 	}
-	for i, out := range outs {
-		if len(outs) > 1 {
-			fmt.Fprintf(o.Stderr, "repetition %d of %d\n", i+1, len(outs))
-		}
-		o.Out = out
-		if err := runMultiOnce(ctx, ts, o, versions); err != nil {
-			return err
-		}
-	}
-	return nil
+	return repeat(o, outs, func(o RunOptions) error { return runMultiOnce(ctx, ts, o, versions) })
 }
 
 // runMultiOnce is one measurement of every target at once.

@@ -137,12 +137,17 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	return repeat(o, outs, func(o RunOptions) error { return runOnce(ctx, t, o, serverVersion) })
+}
+
+// repeat measures once per result file of --repeat.
+func repeat(o RunOptions, outs []string, once func(RunOptions) error) error {
 	for i, out := range outs {
 		if len(outs) > 1 {
 			fmt.Fprintf(o.Stderr, "repetition %d of %d\n", i+1, len(outs))
 		}
 		o.Out = out
-		if err := runOnce(ctx, t, o, serverVersion); err != nil {
+		if err := once(o); err != nil {
 			return err
 		}
 	}

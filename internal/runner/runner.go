@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -157,14 +158,7 @@ var Presets = map[string]Preset{
 		Purpose: "a 16 MB buffer cache, so that reads leave the database's cache (SLOB's method)"},
 }
 
-func presetNames() []string {
-	var n []string
-	for k := range Presets {
-		n = append(n, k)
-	}
-	slices.Sort(n)
-	return n
-}
+func presetNames() []string { return slices.Sorted(maps.Keys(Presets)) }
 
 // localDataDir is the directory of the database's files when they are on
 // this host: the SQLite file's, or a managed cluster's.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 	_ "github.com/dbparity/dbparity/internal/workload/orderentry"
 )
@@ -41,23 +42,16 @@ func countRows(t *testing.T, tg Target, query string) int64 {
 // managed target, a fresh start of its server).
 func queryRow(t *testing.T, tg Target, query string, dest ...any) {
 	t.Helper()
-	o, err := openTarget(context.Background(), tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.close()
-	c, err := o.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.QueryRow(context.Background(), query).Scan(dest...); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	withConn(t, tg, func(c target.Conn) error { return c.QueryRow(context.Background(), query).Scan(dest...) }, query)
 }
 
 // execSQL runs one statement through a fresh connection.
 func execSQL(t *testing.T, tg Target, query string) {
+	t.Helper()
+	withConn(t, tg, func(c target.Conn) error { _, err := c.Exec(context.Background(), query); return err }, query)
+}
+
+func withConn(t *testing.T, tg Target, f func(target.Conn) error, query string) {
 	t.Helper()
 	o, err := openTarget(context.Background(), tg)
 	if err != nil {
@@ -69,7 +63,7 @@ func execSQL(t *testing.T, tg Target, query string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Exec(context.Background(), query); err != nil {
+	if err := f(c); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 }

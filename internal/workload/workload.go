@@ -11,7 +11,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,11 +150,4 @@ func New(name string) (Workload, error) {
 }
 
 // Names lists the registered workloads.
-func Names() []string {
-	var n []string
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
+func Names() []string { return slices.Sorted(maps.Keys(registry)) }
