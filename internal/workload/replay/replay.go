@@ -36,7 +36,7 @@ const (
 	// OrderGlobal also issues statements across sessions in their captured
 	// start order (pgreplay's model): a statement waits until every one
 	// that started before it in the capture has been issued (not finished,
-	// so that a lock wait cannot hang the replay).
+	// so that a statement blocked on a lock does not stop the others).
 	OrderGlobal = "global"
 )
 
