@@ -107,8 +107,8 @@ type play struct {
 	seq  [][]int64 // global order: each statement's ticket, by session
 	turn struct {
 		sync.Mutex
-		cond *sync.Cond
-		next int64
+		next    int64                   // the ticket whose turn it is
+		waiters map[int64]chan struct{} // closed when their ticket's turn comes
 	}
 	start time.Time
 }
@@ -116,7 +116,7 @@ type play struct {
 func newPlay(o Options) *play {
 	c := o.Capture
 	p := &play{o: o, c: c}
-	p.turn.cond = sync.NewCond(&p.turn.Mutex)
+	p.turn.waiters = map[int64]chan struct{}{}
 	fpIndex := map[string]int{}
 	var fps []string
 	for _, text := range c.Texts {
@@ -193,13 +193,7 @@ loop:
 		case <-done:
 			break loop
 		case <-ctx.Done():
-			if !interrupted {
-				interrupted = true
-				// Wake sessions waiting for their turn.
-				p.turn.Lock()
-				p.turn.cond.Broadcast()
-				p.turn.Unlock()
-			}
+			interrupted = true
 		case now := <-tick.C:
 			pr := p.rec.tick(now)
 			pr.CaptureTotal = p.c.End.Sub(p.c.Start)
@@ -321,11 +315,20 @@ func (p *play) waitTurn(ctx context.Context, s, i int) bool {
 	}
 	mine := p.seq[s][i]
 	p.turn.Lock()
-	defer p.turn.Unlock()
-	for p.turn.next < mine && ctx.Err() == nil {
-		p.turn.cond.Wait()
+	if p.turn.next >= mine {
+		p.turn.Unlock()
+		return ctx.Err() == nil
 	}
-	return ctx.Err() == nil
+	// Only the owner of the next ticket is woken, not every session.
+	ch := make(chan struct{})
+	p.turn.waiters[mine] = ch
+	p.turn.Unlock()
+	select {
+	case <-ch:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (p *play) passTurn(s, i int) {
@@ -333,11 +336,14 @@ func (p *play) passTurn(s, i int) {
 		return
 	}
 	p.turn.Lock()
-	if p.seq[s][i] >= p.turn.next {
-		p.turn.next = p.seq[s][i] + 1
+	defer p.turn.Unlock()
+	if t := p.seq[s][i]; t >= p.turn.next {
+		p.turn.next = t + 1
+		if ch, ok := p.turn.waiters[t+1]; ok {
+			close(ch)
+			delete(p.turn.waiters, t+1)
+		}
 	}
-	p.turn.cond.Broadcast()
-	p.turn.Unlock()
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {
