@@ -23,6 +23,7 @@ import (
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
+	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 	_ "github.com/dbparity/dbparity/internal/workload/orderentry" // registers order-entry
 	_ "github.com/dbparity/dbparity/internal/workload/slob"       // registers slob
@@ -372,9 +373,13 @@ func cmdCheck(ctx context.Context, args []string) error {
 	}
 	// Every target is checked; the first failure decides the exit code.
 	var first error
-	for _, t := range c.eachTarget() {
+	ts := c.eachTarget()
+	for _, t := range ts {
 		o := c.opts
 		o.Target = t
+		if len(ts) > 1 {
+			fmt.Printf("%s:\n", target.Redact(t.URL))
+		}
 		switch err := runner.Check(ctx, o); {
 		case err != nil && first == nil:
 			first = err
