@@ -14,6 +14,7 @@ import (
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload/replay"
@@ -82,6 +83,16 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		return err
 	}
 	fmt.Fprint(o.Stderr, plan(c, o, t.URL))
+	// A replay killed outright keeps its per-second series in the journal.
+	journal, err := result.OpenJournal(o.Out, &result.Run{Schema: result.Schema, Label: o.Label,
+		Command: RedactArgs(o.Command), Start: time.Now(), Workload: result.Workload{Name: "replay", Version: ReplayVersion},
+		Target: result.Target{Dialect: t.Dialect.String(), URL: t.URL, ServerVersion: sv}})
+	if err != nil {
+		return err
+	}
+	// Kept only when the replay ran and its result could not be written.
+	done := true
+	defer func() { journal.Close(done) }()
 
 	if o.Collect.Interval <= 0 {
 		o.Collect.Interval = time.Second
@@ -96,15 +107,18 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	defer ob.close()
 	p := &progress{w: o.Stderr, tty: o.TTY}
 	cpu0 := driver.ProcessCPU()
+	done = false
 	res, runErr := replay.Run(ctx, replay.Options{
 		Capture: c, Speed: o.Speed, Order: o.Order, MapUser: o.MapUser, MapDB: o.MapDB, Literals: o.Literals,
-		Connect:  t.ConnectReplay,
-		Started:  func(at time.Time) { ob.phase(driver.Measure, at) },
-		Stopped:  func(at time.Time) { ob.phase(driver.Drain, at) },
-		Progress: func(s replay.Progress) { p.show(replayStatus(o.Label, s)) },
+		Connect:    t.ConnectReplay,
+		Started:    func(at time.Time) { ob.phase(driver.Measure, at) },
+		Stopped:    func(at time.Time) { ob.phase(driver.Drain, at) },
+		Progress:   func(s replay.Progress) { p.show(replayStatus(o.Label, s)) },
+		OnInterval: func(iv metrics.Interval) { journal.Append(iv) },
 	})
 	p.clear()
 	if res == nil {
+		done = true // nothing ran
 		return runErr
 	}
 	cpu := driver.ProcessCPU().Sub(cpu0)
@@ -118,6 +132,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if err := result.Write(o.Out, r, t.secret); err != nil {
 		return err
 	}
+	done = true
 	ro := RunOptions{Common: o.Common, Out: o.Out}
 	ro.Stdout = o.Stdout
 	if errors.Is(runErr, context.Canceled) {

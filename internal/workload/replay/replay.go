@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/target"
 )
 
@@ -58,6 +59,9 @@ type Options struct {
 	// is called once per tick.
 	Tick     time.Duration
 	Progress func(Progress)
+	// OnInterval, if set, receives each interval of the series as it
+	// closes (for a journal).
+	OnInterval func(metrics.Interval)
 	// Started, if set, is called when the replay's clock starts and when
 	// it stops (collectors take their window there).
 	Started, Stopped func(time.Time)
@@ -195,7 +199,10 @@ loop:
 		case <-ctx.Done():
 			interrupted = true
 		case now := <-tick.C:
-			pr := p.rec.tick(now)
+			pr, iv := p.rec.tick(now)
+			if p.o.OnInterval != nil && iv.Seconds > 0 {
+				p.o.OnInterval(iv)
+			}
 			pr.CaptureTotal = p.c.End.Sub(p.c.Start)
 			if p.o.Speed > 0 {
 				pr.CaptureProgress = time.Duration(float64(now.Sub(p.start)) * p.o.Speed)

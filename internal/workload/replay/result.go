@@ -277,7 +277,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Durati
 }
 
 // tick closes the series' interval ending now.
-func (r *recorder) tick(now time.Time) Progress {
+func (r *recorder) tick(now time.Time) (Progress, metrics.Interval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	iv := r.iv
@@ -293,7 +293,7 @@ func (r *recorder) tick(now time.Time) Progress {
 	r.ivHist.Reset()
 	r.last = now
 	return Progress{Elapsed: now.Sub(r.runStart), Issued: r.issued, Total: r.res.Statements, Errors: r.res.Errors,
-		Lag: r.lastLag, ActiveSessions: r.active, StatementsPerSec: iv.TPS()}
+		Lag: r.lastLag, ActiveSessions: r.active, StatementsPerSec: iv.TPS()}, iv
 }
 
 func (r *recorder) result(c *capture.Capture, o Options, start, end time.Time) *Result {
