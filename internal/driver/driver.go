@@ -468,6 +468,7 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 		s.mu.Unlock()
 	}()
 	backoff := 100 * time.Millisecond
+	th, thinks := w.(workload.Thinker)
 	for !r.stop.Load() && ctx.Err() == nil {
 		typ := w.Next()
 		start := time.Now()
@@ -547,7 +548,7 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 		} else {
 			backoff = 100 * time.Millisecond
 		}
-		if th, ok := w.(workload.Thinker); ok {
+		if thinks {
 			if d := th.Think(); d > 0 {
 				t := time.NewTimer(d)
 				select {
