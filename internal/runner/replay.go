@@ -134,7 +134,6 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	}
 	done = true
 	ro := RunOptions{Common: o.Common, Out: o.Out}
-	ro.Stdout = o.Stdout
 	if errors.Is(runErr, context.Canceled) {
 		runErr = driver.ErrInterrupted
 	}
