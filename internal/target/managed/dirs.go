@@ -101,6 +101,14 @@ func (i *Instance) prepareDirs() error {
 	if err := makeDirs(i.DataDir); err != nil {
 		return err
 	}
+	var err error
+	if i.realDir, err = filepath.EvalSymlinks(i.DataDir); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	// Before anything is changed in it: it may be another dbparity's.
+	if err := i.lock(); err != nil {
+		return err
+	}
 	if err := checkReusable(i.DataDir); err != nil {
 		return err
 	}

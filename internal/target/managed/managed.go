@@ -1,9 +1,11 @@
 // Package managed owns the lifecycle of a throw-away PostgreSQL cluster
 // started from the local PostgreSQL binaries: initdb into a data directory,
 // a settings profile written on every start, the server on a unix socket
-// only, and a stop that does not give up (pg_ctl, then signals). It knows
-// nothing of workloads or runs; callers get a connection URL and the
-// settings that were applied, for disclosure.
+// only, and a stop that does not give up (pg_ctl, then signals). One
+// Instance at a time owns a data directory, and a watchdog process stops
+// its server if dbparity dies without doing so. It knows nothing of
+// workloads or runs; callers get a connection URL and the settings that
+// were applied, for disclosure.
 //
 // PostgreSQL refuses to run as root, so when dbparity runs as root the
 // cluster runs as the unprivileged OS user dbparity, created if missing.
@@ -11,10 +13,12 @@ package managed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
@@ -56,6 +60,11 @@ type Instance struct {
 	cred      *syscall.Credential // nil: run as ourselves
 	tmpSocket bool                // SocketDir is ours to remove
 	log       io.Writer
+	realDir   string // DataDir with symlinks resolved, as /proc/PID/cwd shows it
+
+	lockDir      *os.File  // flocked: this Instance owns the data directory (owner.go)
+	watchdog     *exec.Cmd // stops the server if we die (watchdog.go)
+	watchdogPipe *os.File  // its stdin's write end
 
 	mu      sync.Mutex // Stop may race with a signal handler's Stop
 	stopped bool
@@ -64,6 +73,12 @@ type Instance struct {
 // Start initialises the cluster when the data directory holds none, writes
 // the settings profile and starts the server. If ctx is cancelled while
 // starting, whatever was started is stopped.
+//
+// The Instance owns the data directory until Stop, or until the process
+// dies: another Start on it (from this process or another) is refused,
+// naming the owner. A server still running there was left by a dead
+// owner, and is stopped. A watchdog stops the server within 5 s if this
+// process dies without calling Stop.
 func Start(ctx context.Context, o Options) (_ *Instance, err error) {
 	wanted, err := userSettings(o)
 	if err != nil {
@@ -73,14 +88,14 @@ func Start(ctx context.Context, o Options) (_ *Instance, err error) {
 	if err := i.locate(ctx, o); err != nil {
 		return nil, err
 	}
-	if err := i.prepareDirs(); err != nil {
-		return nil, err
-	}
 	defer func() {
 		if err != nil {
 			i.Stop()
 		}
 	}()
+	if err := i.prepareDirs(); err != nil {
+		return nil, err
+	}
 	if err := i.ensureCluster(ctx); err != nil {
 		return nil, err
 	}
@@ -115,8 +130,9 @@ func (i *Instance) url(db string) string {
 // and read better unescaped in logs and result files.
 var plainPath = regexp.MustCompile(`^[A-Za-z0-9/._-]+$`)
 
-// Stop stops the server (pg_ctl stop -m fast, then signals) and removes a
-// temporary socket directory. Calling it again after success does nothing;
+// Stop stops the server (pg_ctl stop -m fast, then signals; a frozen
+// server is resumed first), removes a temporary socket directory and gives
+// the data directory up. Calling it again after success does nothing;
 // after a failure it tries again.
 func (i *Instance) Stop() error {
 	i.mu.Lock()
@@ -124,17 +140,82 @@ func (i *Instance) Stop() error {
 	if i.stopped {
 		return nil
 	}
+	// The watchdog stays until the server is down: it never acts while we
+	// run, and it covers a dbparity killed in the middle of a slow stop.
 	if err := i.stopPID(i.PID); err != nil {
 		return err
 	}
+	i.stopWatchdog()
 	if i.tmpSocket {
 		if err := os.RemoveAll(i.SocketDir); err != nil {
 			return fmt.Errorf("remove socket directory: %w", err)
 		}
 	}
+	i.unlock()
 	i.stopped = true
 	return nil
 }
+
+// Restart starts the server again after it died or was killed (a server
+// still running is stopped first), with the settings, socket directory
+// and port of Start, so that URL stays valid; the server runs crash
+// recovery if it needs to. It updates PID and replaces the watchdog. It
+// is for fault-injection tests; after Stop it fails.
+func (i *Instance) Restart(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.stopped {
+		return errors.New("restart postgres: the instance was stopped")
+	}
+	if err := i.stopPID(i.PID); err != nil {
+		return fmt.Errorf("restart postgres: %w", err)
+	}
+	// Backends of a postmaster killed alone may still hold its shared
+	// memory, which the new postmaster refuses to share.
+	if err := i.killAll(); err != nil {
+		return fmt.Errorf("restart postgres: %w", err)
+	}
+	if err := i.start(ctx); err != nil {
+		if i.PID != 0 {
+			i.stopPID(i.PID)
+		}
+		return err
+	}
+	i.logf("restarted postgres pid %d", i.PID)
+	return nil
+}
+
+// Signal sends sig to every process of the server: the postmaster first
+// (a stopped postmaster forks no new child; a killed one restarts none),
+// then its children and any it left behind. A signal to the postmaster's
+// process group would not do: PostgreSQL makes every child the leader of
+// a session of its own. It returns how many processes were signalled; it
+// is for fault-injection tests (SIGSTOP to freeze the server, SIGCONT,
+// SIGKILL).
+func (i *Instance) Signal(sig syscall.Signal) (int, error) {
+	done := map[int]bool{}
+	// Again until no new process shows up: the postmaster may have forked
+	// one since the list was made.
+	for range 5 {
+		more := false
+		for _, pid := range i.serverProcesses() {
+			if !done[pid] {
+				done[pid], more = true, true
+				syscall.Kill(pid, sig)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if len(done) == 0 {
+		return 0, fmt.Errorf("signal postgres: no server process runs in %s", i.DataDir)
+	}
+	return len(done), nil
+}
+
+// Processes lists the server's processes, the postmaster first.
+func (i *Instance) Processes() []int { return i.serverProcesses() }
 
 // locate finds the binaries, their version and the OS user to run them as.
 func (i *Instance) locate(ctx context.Context, o Options) error {

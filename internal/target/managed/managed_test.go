@@ -188,12 +188,23 @@ func TestStartStopRestart(t *testing.T) {
 	}
 }
 
-// A server left running (dbparity was killed) is stopped and replaced.
+// abandon makes inst look like the instance of a dbparity that died with
+// its watchdog: the server runs on, nobody owns the data directory.
+func abandon(inst *Instance) {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.stopWatchdog()
+	inst.unlock()
+}
+
+// A server left running by a dead owner (whose watchdog died too) is
+// stopped and replaced.
 func TestStartReplacesLeftoverServer(t *testing.T) {
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	a := start(t, Options{DataDir: data})
-	b := start(t, Options{DataDir: data, Settings: []string{"work_mem=3MB"}}) // a is never stopped
+	abandon(a)
+	b := start(t, Options{DataDir: data, Settings: []string{"work_mem=3MB"}})
 	if alive(a.PID) || b.PID == a.PID {
 		t.Errorf("old postmaster %d still alive (new %d)", a.PID, b.PID)
 	}
@@ -243,6 +254,9 @@ func TestKillFallback(t *testing.T) {
 	}
 	t.Logf("stop by SIGQUIT: %v", time.Since(t0))
 	requireGone(t, inst.PID)
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	inst2 := start(t, Options{DataDir: data})
 	if _, err := connect(t, inst2).Exec(context.Background(), "SELECT * FROM kept"); err != nil {
 		t.Errorf("after crash recovery: %v", err)

@@ -187,6 +187,13 @@ func (i *Instance) stopLeftover() error {
 }
 
 func (i *Instance) start(ctx context.Context) error {
+	i.awaitReaped()
+	// Before pg_ctl: the watchdog also covers a dbparity killed while the
+	// server starts.
+	if err := i.startWatchdog(); err != nil {
+		return err
+	}
+	i.logf("starting postgres on %s", i.DataDir)
 	logFile := filepath.Join(i.DataDir, "server.log")
 	from := fileSize(logFile) // pg_ctl appends: only this start's lines explain its failure
 	out, err := i.command(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", i.DataDir, "-l", logFile).CombinedOutput()
@@ -230,6 +237,8 @@ func (i *Instance) stopPID(pid int) error {
 	if pid == 0 || !i.ours(pid) {
 		return nil
 	}
+	// A frozen (SIGSTOPped) server would keep pg_ctl waiting its 60 s.
+	i.resume()
 	out, err := i.command(context.Background(), "pg_ctl", "stop", "-D", i.DataDir, "-m", "fast", "-w", "-t", "60").CombinedOutput()
 	if err == nil && gone(pid, 5*time.Second) {
 		return nil
@@ -242,32 +251,114 @@ func (i *Instance) stopPID(pid int) error {
 
 // kill is for when pg_ctl could not stop the server. SIGQUIT is an
 // immediate shutdown: the postmaster stops its children and exits, and the
-// next start runs crash recovery. SIGKILL goes to the whole process group
-// (pg_ctl made the postmaster a session leader) so that no backend is left
-// holding the shared memory, which would block the next start.
+// next start runs crash recovery. SIGKILL then goes to every server
+// process, so that no backend is left holding the shared memory, which
+// would block the next start.
 func (i *Instance) kill(pid int) error {
 	if !i.ours(pid) {
 		return nil
 	}
+	i.resume()
 	syscall.Kill(pid, syscall.SIGQUIT)
 	if gone(pid, 10*time.Second) {
 		return nil
 	}
-	target := pid
-	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-		target = -pid
+	return i.killAll()
+}
+
+// killAll kills every server process and waits until they are gone.
+func (i *Instance) killAll() error {
+	pids := i.serverProcesses()
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	syscall.Kill(target, syscall.SIGKILL)
-	if !gone(pid, 5*time.Second) {
-		return fmt.Errorf("pid %d survives SIGKILL", pid)
-	}
-	// A killed postmaster leaves postmaster.pid behind, and the next one
-	// refuses to start while that PID answers signal 0, as a zombie
-	// waiting for its reaper (PID 1, not us) still does.
-	for end := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
+	end := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		if !gone(pid, time.Until(end)) {
+			return fmt.Errorf("pid %d survives SIGKILL", pid)
+		}
 	}
 	return nil
+}
+
+// awaitReaped clears the way for a start after a killed postmaster. It
+// leaves postmaster.pid and its socket's lock file behind, and the next
+// one refuses to start while the PID they name answers signal 0, as a
+// dying process or a zombie waiting for its reaper (PID 1, not us) still
+// does. Some reapers are slow (seconds on a loaded host) and some never
+// reap (dbparity as PID 1 of a container), so once the PID is a zombie
+// and no server process is left the files are removed: the interlock they
+// stand for (no two servers on one directory or socket, no backend still
+// attached to the old shared memory) is then known to hold. A live
+// process working elsewhere has reused the PID: the server ignores that.
+func (i *Instance) awaitReaped() {
+	pid, _ := strconv.Atoi(pidFileLine(i.DataDir, 1))
+	if pid <= 0 {
+		return
+	}
+	for end := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(end); {
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		switch {
+		case err == nil && cwd != i.DataDir && cwd != i.realDir, errors.Is(err, os.ErrPermission):
+			return
+		case zombie(pid) && len(i.serverProcesses()) == 0:
+			socketLock := filepath.Join(pidFileLine(i.DataDir, 5), ".s.PGSQL."+pidFileLine(i.DataDir, 4)+".lock")
+			if b, err := os.ReadFile(socketLock); err == nil && strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]) == strconv.Itoa(pid) {
+				os.Remove(socketLock)
+			}
+			if err := os.Remove(filepath.Join(i.DataDir, "postmaster.pid")); err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// zombie tells whether pid has exited and awaits its reaper.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+// resume continues a server frozen by SIGSTOP, so that it can obey a stop.
+func (i *Instance) resume() {
+	for _, pid := range i.serverProcesses() {
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// serverProcesses lists the postgres processes working in the data
+// directory, the postmaster first: it and its children, and children a
+// killed postmaster left behind. PostgreSQL makes each child a session
+// leader, so no process group holds them all.
+func (i *Instance) serverProcesses() []int {
+	if !procfs() {
+		if pid := i.postmaster(); pid != 0 {
+			return []int{pid}
+		}
+		return nil
+	}
+	main := i.postmaster()
+	var pids []int
+	if main != 0 {
+		pids = append(pids, main)
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == main {
+			continue
+		}
+		// pg_ctl and initdb work in the data directory too.
+		if comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm"); strings.TrimSpace(string(comm)) == "postgres" && i.ours(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // postmaster returns the PID in postmaster.pid if that process is alive
@@ -281,12 +372,30 @@ func (i *Instance) postmaster() int {
 	return pid
 }
 
+// awaitPostmaster waits for a postmaster launched by a pg_ctl that has
+// exited. The process pg_ctl forks works in the data directory from the
+// start, so when no process does, none is coming: a Ctrl-C that stopped
+// pg_ctl before it forked is not kept waiting.
 func (i *Instance) awaitPostmaster(d time.Duration) int {
-	for end := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
 		if pid := i.postmaster(); pid != 0 || time.Now().After(end) {
 			return pid
 		}
+		if procfs() && !i.anyProcessIn() {
+			return 0
+		}
 	}
+}
+
+// anyProcessIn tells whether a live process works in the data directory.
+func (i *Instance) anyProcessIn() bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && i.ours(pid) {
+			return true
+		}
+	}
+	return false
 }
 
 // pidFileLine returns line n (from 1) of postmaster.pid: 1 is the PID, 5
@@ -313,11 +422,7 @@ func (i *Instance) ours(pid int) bool {
 	if err != nil {
 		return !procfs() // without procfs, trust postmaster.pid
 	}
-	if cwd == i.DataDir {
-		return true
-	}
-	real, err := filepath.EvalSymlinks(i.DataDir)
-	return err == nil && cwd == real
+	return cwd == i.DataDir || cwd == i.realDir
 }
 
 // alive is false for a zombie: the postmaster is not our child, but a
