@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -53,6 +55,7 @@ func init() {
 		{"show", "print the summary of a result file", cmdShow},
 		{"compare", "compare result files grouped by label: verdicts and side-by-side tables", cmdCompare},
 		{"ab", "run the workload against two targets in interleaved rounds and compare them as pairs", cmdAB},
+		{"recover", "turn the journal of a run that died into a result file marked partial", cmdRecover},
 		{"capture", "read PostgreSQL server logs into a capture file of the application's workload", cmdCapture},
 		{"replay", "replay a capture against a target and write a result file", cmdReplay},
 		{"version", "print the version", func(context.Context, []string) error {
@@ -98,6 +101,10 @@ func realMain(args []string) int {
 	case errors.Is(err, runner.ErrCheckFailed):
 		return exitCheckFailed
 	case errors.Is(err, runner.ErrInterrupted):
+		return exitInterrupted
+	case ctx.Err() != nil:
+		// Only a signal cancels ctx before stop runs: whatever the error
+		// (a managed server's start cut short, say), the user stopped it.
 		return exitInterrupted
 	}
 	return exitFailure
@@ -300,9 +307,38 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
-	fs.DurationVar(&o.Collect.Interval, "interval", time.Second, "collectors: read database and OS counters every interval")
-	fs.DurationVar(&o.Collect.WaitInterval, "wait-interval", 100*time.Millisecond, "collectors: sample session states every interval")
+	o.Collect.Interval, o.Collect.WaitInterval = time.Second, 100*time.Millisecond
+	fs.Var(positive{&o.Collect.Interval}, "interval", "collectors: read database and OS counters every `duration` (above 0)")
+	fs.Var(positive{&o.Collect.WaitInterval}, "wait-interval", "collectors: sample session states every `duration` (above 0)")
 	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
+	o.StatementTimeout, o.AbortAfter = 30*time.Second, 10*time.Second
+	fs.Var(positive{&o.StatementTimeout}, "statement-timeout", "give up on any statement or connection attempt the server has not answered for this `duration` (sessions and collectors; above 0)")
+	fs.Var(positive{&o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")
+	o.MaxErrorPct = fs.Float64("max-error-pct", result.DefaultMaxErrorPct, "mark the run failed (exit 1) when more than this percentage of the measured window's transactions failed")
+}
+
+// positive is a duration flag that refuses 0 and negative values: an
+// interval of 0 means nothing (the library reads 0 as its default, so the
+// command line must refuse it rather than pass it on).
+type positive struct{ d *time.Duration }
+
+func (p positive) String() string {
+	if p.d == nil {
+		return "0s"
+	}
+	return p.d.String()
+}
+
+func (p positive) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return errors.New("not a duration (for example 1s or 250ms)")
+	case d <= 0:
+		return errors.New("must be above 0 (for example 1s or 250ms)")
+	}
+	*p.d = d
+	return nil
 }
 
 func cmdAB(ctx context.Context, args []string) error {
@@ -428,7 +464,7 @@ func cmdCompare(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity compare", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	baseline := fs.String("baseline", "", "label of the group the others are compared with (default the first file's)")
-	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway")
+	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway, and replace an --html file that is not a dbparity report")
 	format := fs.String("format", "text", "text, markdown or csv")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with charts to this file")
 	groupBy := fs.String("group", "label", "group runs by label, or by a disclosed fact (driver.users, disclosure.host.kernel, ...)")
@@ -459,6 +495,11 @@ func cmdCompare(_ context.Context, args []string) error {
 	}
 	if len(files) < 2 {
 		return runner.UsageError{Err: errors.New("name at least two result files (usage: dbparity compare [--baseline LABEL] FILE...)")}
+	}
+	if *htmlOut != "" {
+		if err := checkHTML(*htmlOut, *force); err != nil {
+			return err
+		}
 	}
 	render := map[string]func(io.Writer, *report.Comparison) error{
 		"text": report.CompareText, "markdown": report.CompareMarkdown, "csv": report.CompareCSV}[*format]
@@ -496,24 +537,124 @@ func cmdCompare(_ context.Context, args []string) error {
 	return render(os.Stdout, c)
 }
 
-// writeHTML writes the HTML report through a temporary file and a rename,
-// and never over a result file.
+// writeHTML writes the HTML report through a temporary file beside it and
+// a rename, so that a failed write leaves neither half a report nor the
+// temporary file.
 func writeHTML(path string, c *report.Comparison) error {
-	if _, err := result.Read(path); err == nil {
-		return runner.UsageError{Err: fmt.Errorf("--html %s is a result file: choose another name", path)}
-	}
 	var b bytes.Buffer
 	if err := report.CompareHTML(&b, c); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := writeAtomic(path, b.Bytes()); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fmt.Fprintf(os.Stderr, "HTML report written to %s\n", path)
 	return nil
+}
+
+// checkHTML refuses an --html file that must not be replaced: a directory,
+// a file in a directory that does not exist, dbparity's data (a result, a
+// journal, a capture: not even with force), or any file but an earlier
+// report of compare's own unless force.
+func checkHTML(path string, force bool) error {
+	usage := func(format string, a ...any) error {
+		return runner.UsageError{Err: fmt.Errorf("--html %s: %s", path, fmt.Sprintf(format, a...))}
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if d, err := os.Stat(filepath.Dir(path)); err != nil || !d.IsDir() {
+			return usage("directory %s does not exist", filepath.Dir(path))
+		}
+		return nil
+	case err != nil:
+		return usage("%v", errors.Unwrap(err))
+	case st.IsDir():
+		return usage("is a directory: name a file")
+	}
+	head := make([]byte, 4096)
+	f, err := os.Open(path)
+	if err != nil {
+		return usage("%v", errors.Unwrap(err))
+	}
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	head = head[:n]
+	if m := dbparityData.FindSubmatch(head); m != nil {
+		return usage("holds dbparity data (%s), which is never replaced: choose another name", m[1])
+	}
+	if !force && !bytes.Contains(head, []byte(report.HTMLGenerator)) {
+		return usage("exists and is not a dbparity HTML report: choose another name, or add --force to replace it")
+	}
+	return nil
+}
+
+// dbparityData matches the head of dbparity's own JSON files: results and
+// journals ("schema") and captures ("format").
+var dbparityData = regexp.MustCompile(`^\s*\{\s*"(?:schema|format)"\s*:\s*"(dbparity\.[^"]*)"`)
+
+// writeAtomic replaces path with data, or leaves it and its directory as
+// they were.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func cmdRecover(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("dbparity recover", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := runner.RecoverOptions{Stdout: os.Stdout}
+	fs.StringVar(&o.Out, "out", "", "result file to write (default: the one the journal stood for, FILE.journal without .journal)")
+	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
+	fs.Float64Var(&o.MaxErrorPct, "max-error-pct", result.DefaultMaxErrorPct, "mark the recovered run failed when more than this percentage of its transactions failed")
+	var flags, files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case strings.TrimLeft(a, "-") == "out" || strings.TrimLeft(a, "-") == "max-error-pct":
+			flags = append(flags, a)
+			if i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		case strings.HasPrefix(a, "-"):
+			flags = append(flags, a)
+		default:
+			files = append(files, a)
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println("usage: dbparity recover [--out FILE] [--force] FILE.journal")
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity recover [--out FILE] FILE.journal)", err)}
+	}
+	if len(files) != 1 {
+		return runner.UsageError{Err: errors.New("name one journal (usage: dbparity recover [--out FILE] FILE.journal)")}
+	}
+	o.Journal = files[0]
+	return runner.Recover(o)
 }

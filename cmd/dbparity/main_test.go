@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/report"
+	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 var bin string
@@ -60,6 +64,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--workload", "tpch"}, "unknown workload"},
 		{[]string{"run", "--target", "oracle://db/x"}, "unknown scheme"},
 		{[]string{"run", "--target", "postgres://u:hunter2@h:99999999/db"}, "target"},
+		{[]string{"run", "--target", "postgres://u:hunter2@h:notaport/db"}, "port is not a number"},
+		{[]string{"run", "--target", "host=/tmp user=u password=hunter2 dbname=d port=99999999"}, "invalid port"},
+		{[]string{"run", "--target=host=/tmp user=u password='hunter2"}, "no closing quote"},
 		{[]string{"load", "--warehouses", "0"}, "--warehouses"},
 		{[]string{"run", "--users", "-1"}, "--users"},
 		{[]string{"run", "--managed", "postgres", "--target", "sqlite://a.db", "--target", "sqlite://b.db"}, "--managed starts one server"},
@@ -275,57 +282,111 @@ func TestKilledRunLeavesJournal(t *testing.T) {
 		Schema string `json:"schema"`
 		Label  string `json:"label"`
 	}
-	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.Schema != "dbparity.journal/1" {
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.Schema != "dbparity.journal/2" {
 		t.Fatalf("journal header %q: %v", lines[0], err)
 	}
-	if len(lines) < 3 {
-		t.Errorf("journal has %d intervals after 3.5 s, want at least 2", len(lines)-1)
-	}
+	var intervals, checkpoints int
 	for _, l := range lines[1:] {
-		var iv struct {
-			Commits int64 `json:"commits"`
+		var e struct {
+			Interval *struct {
+				Commits int64 `json:"commits"`
+			} `json:"iv"`
+			Checkpoint json.RawMessage `json:"checkpoint"`
 		}
-		if err := json.Unmarshal([]byte(l), &iv); err != nil || iv.Commits == 0 {
-			t.Errorf("interval %q: %v", l, err)
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Errorf("journal line %q: %v", l, err)
 		}
+		if e.Interval != nil {
+			intervals++
+			if e.Interval.Commits == 0 {
+				t.Errorf("interval without commits: %q", l)
+			}
+		}
+		if e.Checkpoint != nil {
+			checkpoints++
+		}
+	}
+	if intervals < 2 || checkpoints < 1 {
+		t.Errorf("journal has %d intervals and %d checkpoints after 3.5 s, want at least 2 and 1", intervals, checkpoints)
+	}
+
+	// recover turns it into a result marked partial, which show and compare read.
+	code, stdout, stderr := dbparity(t, dir, "recover", "r.json.journal")
+	if code != 0 || !strings.Contains(stdout, "recovered result written to r.json") {
+		t.Fatalf("recover: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = dbparity(t, dir, "show", "r.json")
+	if code != 0 || !strings.Contains(stdout, "PARTIAL (recovered from r.json.journal") {
+		t.Errorf("show of the recovered run: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, _, stderr = dbparity(t, dir, "run", "--duration", "1s", "--warmup", "0s", "--users", "1", "--label", "other", "--out", "o.json")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr = dbparity(t, dir, "compare", "o.json", "r.json")
+	if code != 0 || !strings.Contains(stdout, "r.json is partial (recovered") {
+		t.Errorf("compare with the recovered run: exit %d: %s%s", code, stdout, stderr)
+	}
+	// A second recover does not replace the result without --force.
+	if code, _, stderr = dbparity(t, dir, "recover", "r.json.journal"); code != 2 || !strings.Contains(stderr, "--force") {
+		t.Errorf("recover over a result: exit %d: %s", code, stderr)
 	}
 }
 
-// Two groups of real runs on a managed PostgreSQL whose only difference is
-// one setting: the baseline makes every commit wait 10 ms (commit_delay,
-// with commit_siblings 0), B does not. compare must find B faster, with
-// the setting in the disclosure diff. (synchronous_commit off gains only
-// about 1.2x on this VM's fast disk, within the noise of short runs.)
+// Two groups of real runs on one PostgreSQL whose only difference is one
+// setting: with commit_delay at its maximum (every WAL flush waits 100 ms;
+// commit_siblings 0) on both sides, the baseline commits synchronously,
+// so every commit waits for a flush, and the other does not
+// (synchronous_commit off: no commit waits for the WAL). compare must find
+// the prompt group faster, significantly, with the setting in the
+// disclosure diff.
+//
+// The effect is made far larger than what a busy machine does to a run.
+// A prompt commit touches neither the disk nor the delay, so no one
+// else's writes stall it behind an fsync. The workload is slob with every
+// operation an update of one row: three round trips (BEGIN, UPDATE,
+// COMMIT), so that a CPU-starved machine, which adds a scheduling wait to
+// every round trip, stretches a prompt operation far less than the delay
+// stretches a delayed one. The delayed group cannot pass 40 operations/s
+// whatever the machine does (ten flushes a second, each for at most the
+// four sessions' commits). Six runs a side allow two inverted pairs
+// before the verdict is lost. (The test this replaces, order-entry with
+// 21 round trips a transaction and commit_delay 10 ms against 0, gave
+// 3.7x on an idle machine and lost its verdict, p=0.29, in a go test ./...
+// on a busy one; with 100 ms it still lost it at load 24, and so did
+// slob with commit_delay 100 ms against 0, when one prompt run's fsyncs
+// stalled behind other processes' writes.) One server serves every run,
+// the setting changed by ALTER SYSTEM and a reload, so no run waits for a
+// server to start or stop.
 func TestCompareCommitDelay(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a managed PostgreSQL twelve times")
+		t.Skip("runs PostgreSQL twelve times")
 	}
-	if _, err := exec.LookPath("initdb"); err != nil {
-		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true but no PostgreSQL server binaries")
-			}
-			t.Skip("no PostgreSQL server binaries (initdb)")
-		}
-	}
-	dir, err := os.MkdirTemp("", "dbparity-compare-")
+	pgData := managedDataDir(t)
+	dir := filepath.Dir(pgData)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData,
+		Settings: []string{"commit_delay=100000", "commit_siblings=0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(dir, 0o755) // the server's user must enter it when tests run as root
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	pg := []string{"--managed", "postgres", "--pg-data", filepath.Join(dir, "pg")}
-	if code, _, stderr := dbparity(t, dir, append([]string{"load"}, pg...)...); code != 0 {
+	t.Cleanup(func() { inst.Stop() })
+	slob := []string{"--target", inst.URL(), "--workload", "slob"}
+	if code, _, stderr := dbparity(t, dir, append([]string{"load", "--scale", "2000"}, slob...)...); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
+	syncCommit := map[string]string{"delayed": "on", "prompt": "off"}
 	var files []string
-	// Six runs a side: the fewest whose verdict can survive Holm's
-	// correction across the eleven metrics.
 	for i := range 6 {
-		for _, side := range []struct{ label, set string }{{"delayed", "commit_delay=10000"}, {"prompt", "commit_delay=0"}} {
-			out := fmt.Sprintf("%s-%d.json", side.label, i)
-			args := append([]string{"run", "--label", side.label, "--out", out, "--users", "4", "--duration", "1500ms",
-				"--warmup", "500ms", "--pg-set", side.set, "--pg-set", "commit_siblings=0"}, pg...)
+		// ABBA: drift of the machine falls on both sides alike.
+		order := []string{"delayed", "prompt"}
+		if i%2 == 1 {
+			order = []string{"prompt", "delayed"}
+		}
+		for _, label := range order {
+			setAndWait(t, inst.URL(), "synchronous_commit", syncCommit[label])
+			out := fmt.Sprintf("%s-%d.json", label, i)
+			args := append([]string{"run", "--label", label, "--out", out, "--update-pct", "100", "--work-unit", "1",
+				"--threads-per-schema", "4", "--duration", "1500ms", "--warmup", "250ms"}, slob...)
 			if code, _, stderr := dbparity(t, dir, args...); code != 0 {
 				t.Fatalf("run %s: %s", out, stderr)
 			}
@@ -343,15 +404,22 @@ func TestCompareCommitDelay(t *testing.T) {
 			break
 		}
 	}
+	tps := map[string][]string{}
+	for _, f := range files {
+		if r, err := result.Read(filepath.Join(dir, f)); err == nil {
+			tps[r.Label] = append(tps[r.Label], fmt.Sprintf("%.0f", r.Summarize().TPS))
+		}
+	}
+	t.Logf("%s; tps delayed %v, prompt %v", strings.TrimSpace(verdict), tps["delayed"], tps["prompt"])
 	f := strings.Fields(verdict)
 	if len(f) < 3 || strings.HasPrefix(f[2], "~") || strings.Contains(verdict, "no verdict") {
 		t.Fatalf("no verdict of a difference: %q\n%s", verdict, stdout)
 	}
 	ratio, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSuffix(f[2], ","), "x"), 64)
 	if err != nil || ratio <= 1 || !strings.Contains(verdict, "(better)") {
-		t.Errorf("commits without delay are not faster: %q", verdict)
+		t.Errorf("commits that wait for no flush are not faster: %q", verdict)
 	}
-	if !strings.Contains(stdout, "disclosure.database.settings.commit_delay") {
+	if !strings.Contains(stdout, "disclosure.database.settings.synchronous_commit") {
 		t.Errorf("the setting is not in the disclosure diff:\n%s", stdout)
 	}
 	code, md, stderr := dbparity(t, dir, append([]string{"compare", "--format", "markdown", "--baseline", "delayed", "--html", "r.html"}, files...)...)
@@ -361,7 +429,48 @@ func TestCompareCommitDelay(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "r.html")); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("HTML report: %v", err)
 	}
-	t.Logf("%s", verdict)
+}
+
+// setAndWait sets a server setting with ALTER SYSTEM and returns once a
+// new session sees it (a reload reaches the server asynchronously).
+func setAndWait(t *testing.T, url, name, value string) {
+	t.Helper()
+	tg, err := target.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	ctx := context.Background()
+	do := func(sql string) {
+		c, err := tg.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	do(fmt.Sprintf("ALTER SYSTEM SET %s = '%s'", name, value))
+	do("SELECT pg_reload_conf()")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := tg.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = c.QueryRow(ctx, "SELECT setting FROM pg_settings WHERE name = $1", name).Scan(&got)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == value {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still %s, 10 s after setting it to %s", name, got, value)
+		}
+	}
 }
 
 // ab runs both sides once per round and compares the rounds as pairs.
@@ -414,5 +523,392 @@ func TestCaptureCommand(t *testing.T) {
 	code, stdout, _ = dbparity(t, dir, "capture", "--help")
 	if code != 0 || !strings.Contains(stdout, "log_min_duration_statement") || !strings.Contains(stdout, "log_connections") {
 		t.Errorf("capture --help: exit %d\n%s", code, stdout)
+	}
+}
+
+// managedDataDir returns a directory for a managed cluster, or skips when
+// there are no PostgreSQL server binaries (fails under CI=true).
+func managedDataDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("initdb"); err != nil {
+		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI=true but no PostgreSQL server binaries")
+			}
+			t.Skip("no PostgreSQL server binaries (initdb)")
+		}
+	}
+	dir, err := os.MkdirTemp("", "dbparity-owner-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755) // the server's user must enter it when tests run as root
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "pg")
+}
+
+// outputWatch is a command's stderr that hands over the first complete
+// line containing marker, as soon as it is written.
+type outputWatch struct {
+	buf    bytes.Buffer
+	marker string
+	line   chan string
+}
+
+func newOutputWatch(marker string) *outputWatch {
+	return &outputWatch{marker: marker, line: make(chan string, 1)}
+}
+
+func (w *outputWatch) Write(p []byte) (int, error) {
+	seen := strings.Contains(w.buf.String(), w.marker)
+	w.buf.Write(p)
+	if !seen {
+		for _, l := range strings.SplitAfter(w.buf.String(), "\n") {
+			if strings.HasSuffix(l, "\n") && strings.Contains(l, w.marker) {
+				w.line <- strings.TrimSpace(l)
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// await returns the marked line, or fails the test after a minute.
+func (w *outputWatch) await(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	select {
+	case l := <-w.line:
+		return l
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no line containing %q within a minute:\n%s", w.marker, w.buf.String())
+		return ""
+	}
+}
+
+// serverAlive tells whether pid runs and is no zombie.
+func serverAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// processesIn lists the live processes working in dir, as a server does.
+func processesIn(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && cwd == dir && serverAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Ctrl-C while the managed server is being made (initdb) or started
+// (pg_ctl start) exits 130 and leaves nothing running.
+func TestManagedInterruptedWhileStarting(t *testing.T) {
+	data := managedDataDir(t)
+	// The interrupted initdb leaves the directory empty, so the second run
+	// runs initdb again before it starts the server; the third finds the
+	// cluster, and its signal comes once pg_ctl has had time to launch
+	// the postmaster.
+	for _, tc := range []struct {
+		marker string
+		delay  time.Duration
+	}{{"initdb " + data, 0}, {"starting postgres on " + data, 0}, {"starting postgres on " + data, 150 * time.Millisecond}} {
+		marker := tc.marker
+		cmd := exec.Command(bin, "run", "--managed", "postgres", "--pg-data", data, "--duration", "1s", "--warmup", "0s")
+		cmd.Dir = filepath.Dir(data)
+		w := newOutputWatch(marker)
+		cmd.Stderr = w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.await(t, cmd)
+		time.Sleep(tc.delay)
+		cmd.Process.Signal(os.Interrupt)
+		t0 := time.Now()
+		err := cmd.Wait()
+		t.Logf("SIGINT %v after %q: exit after %v: %v", tc.delay, marker, time.Since(t0), err)
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("SIGINT after %q: %v, want exit 130\n%s", marker, err, w.buf.String())
+		}
+		if p := processesIn(data); len(p) > 0 {
+			t.Errorf("SIGINT after %q: processes %v still run in the data directory", marker, p)
+		}
+	}
+}
+
+// While one dbparity uses a managed data directory, a second is refused
+// with the owner's PID; when the owner is killed with SIGKILL its server
+// stops within 5 s, and the directory is free again.
+func TestManagedDataDirOwner(t *testing.T) {
+	data := managedDataDir(t)
+	dir := filepath.Dir(data)
+	owner := exec.Command(bin, "load", "--managed", "postgres", "--pg-data", data, "--warehouses", "2")
+	owner.Dir = dir
+	w := newOutputWatch("started postgres ")
+	owner.Stderr = w
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	line := w.await(t, owner)
+	var version string
+	var pid int
+	if _, err := fmt.Sscanf(line, "started postgres %s pid %d", &version, &pid); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+
+	code, _, stderr := dbparity(t, dir, "check", "--managed", "postgres", "--pg-data", data)
+	want := fmt.Sprintf("--pg-data %s is in use by pid %d (dbparity load, started ", data, owner.Process.Pid)
+	if code != 1 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("second dbparity: exit %d, %q; want exit 1 and one line containing %q", code, stderr, want)
+	}
+	if !serverAlive(pid) {
+		t.Fatal("the second dbparity stopped the owner's server")
+	}
+
+	owner.Process.Kill()
+	t0 := time.Now()
+	owner.Wait()
+	for serverAlive(pid) && time.Since(t0) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(t0)
+	t.Logf("postmaster %d gone %v after dbparity load was killed", pid, took)
+	if took > 5*time.Second {
+		t.Errorf("the server outlived its killed dbparity by %v", took)
+	}
+	code, _, stderr = dbparity(t, dir, "check", "--managed", "postgres", "--pg-data", data)
+	if strings.Contains(stderr, "in use") || !strings.Contains(stderr, "started postgres") {
+		t.Errorf("after the owner died: exit %d: %s", code, stderr)
+	}
+	if p := processesIn(data); len(p) > 0 {
+		t.Errorf("processes %v still run in the data directory", p)
+	}
+}
+
+// writeResult writes a small valid result file of label to dir/name,
+// changed by edit, and returns its path.
+func writeResult(t *testing.T, dir, name, label string, edit func(*result.Run)) string {
+	t.Helper()
+	h := metrics.NewHistogram()
+	for i := 1; i <= 50; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	hist, err := result.NewHistogram(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &result.Run{Schema: result.Schema, Label: label, Start: start.Add(-time.Second), End: start.Add(61 * time.Second),
+		MeasureStart: start, MeasureEnd: start.Add(time.Minute),
+		Workload:     result.Workload{Name: "order-entry", Version: "1", Params: map[string]any{"warehouses": 1}},
+		Driver:       result.Driver{Users: 4, DurationS: 60},
+		Transactions: []result.Transaction{{Name: "new_order", Committed: 30, Latency: hist}, {Name: "payment", Committed: 20, Latency: hist}},
+		Commit:       hist, Statements: 500}
+	if edit != nil {
+		edit(r)
+	}
+	p := filepath.Join(dir, name)
+	if err := result.Write(p, r); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A damaged or hand-edited result file is refused by show and compare
+// with exit 2 and one line naming the file and the field.
+func TestShowCompareRefuseDamagedFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := writeResult(t, dir, "good.json", "a", nil)
+	writeResult(t, dir, "other.json", "b", nil)
+	b, _ := os.ReadFile(good)
+	os.WriteFile(filepath.Join(dir, "truncated.json"), b[:len(b)/2], 0o644)
+	os.WriteFile(filepath.Join(dir, "r.json.journal"), append([]byte(`{"schema":"dbparity.journal/1","label":"a"}`+"\n"), `{"t":1}`...), 0o644)
+	writeResult(t, dir, "hdr.json", "b", func(r *result.Run) { r.Transactions[1].Latency.HDR = "not%base64" })
+	writeResult(t, dir, "negative.json", "b", func(r *result.Run) { r.Transactions[0].Committed = -30 })
+	writeResult(t, dir, "backwards.json", "b", func(r *result.Run) { r.MeasureEnd = r.MeasureStart.Add(-time.Minute) })
+	for _, tc := range []struct{ file, want string }{
+		{"hdr.json", "hdr.json: field transactions[1].latency.hdr: histogram does not decode"},
+		{"negative.json", "negative.json: field transactions[0].committed: -30: a count cannot be negative"},
+		{"backwards.json", "backwards.json: field measure_end: 2026-01-02T03:03:05Z is before measure_start"},
+		{"truncated.json", "truncated.json is truncated"},
+		{"r.json.journal", "r.json.journal: field schema: dbparity.journal/1: this is the journal of a run that did not finish"},
+	} {
+		for _, args := range [][]string{{"show", tc.file}, {"show", "--json", tc.file}, {"compare", "good.json", tc.file}} {
+			code, stdout, stderr := dbparity(t, dir, args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stdout != "" {
+				t.Errorf("%v: exit %d, stderr %q, %d bytes of output; want exit 2, one line containing %q", args, code, stderr, len(stdout), tc.want)
+			}
+		}
+	}
+	if code, _, stderr := dbparity(t, dir, "show", "good.json"); code != 0 {
+		t.Errorf("a good file is refused: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := dbparity(t, dir, "compare", "good.json", "other.json"); code != 0 {
+		t.Errorf("good files are refused: exit %d: %s", code, stderr)
+	}
+}
+
+// compare --html replaces only its own earlier report, or any file with
+// --force, never dbparity's data, and leaves no temporary file behind.
+func TestCompareHTMLTarget(t *testing.T) {
+	dir := t.TempDir()
+	writeResult(t, dir, "a.json", "a", nil)
+	writeResult(t, dir, "b.json", "b", nil)
+	os.WriteFile(filepath.Join(dir, "notes.html"), []byte("<html>my notes</html>"), 0o644)
+	os.WriteFile(filepath.Join(dir, "app.capture"), []byte(`{"format":"dbparity.capture/1"}`), 0o644)
+	os.Mkdir(filepath.Join(dir, "dir.html"), 0o755)
+	compare := func(html string, extra ...string) (int, string) {
+		code, _, stderr := dbparity(t, dir, append(append([]string{"compare", "--html", html}, extra...), "a.json", "b.json")...)
+		return code, stderr
+	}
+	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
+
+	if code, stderr := compare("r.html"); code != 0 || !strings.Contains(read("r.html"), report.HTMLGenerator) {
+		t.Fatalf("new report: exit %d %s", code, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "r.html"), []byte("<!DOCTYPE html><html><head>"+report.HTMLGenerator+"<title>old</title>"), 0o644)
+	if code, stderr := compare("r.html"); code != 0 || strings.Contains(read("r.html"), "<title>old</title>") {
+		t.Errorf("its own earlier report is not replaced: exit %d %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		html  string
+		force bool
+		want  string
+	}{
+		{"notes.html", false, "--html notes.html: exists and is not a dbparity HTML report: choose another name, or add --force"},
+		{"a.json", true, "--html a.json: holds dbparity data (dbparity.run/1), which is never replaced"},
+		{"app.capture", true, "holds dbparity data (dbparity.capture/1)"},
+		{"dir.html", true, "--html dir.html: is a directory"},
+		{filepath.Join("missing", "r.html"), true, "directory missing does not exist"},
+	} {
+		before := read(tc.html)
+		var extra []string
+		if tc.force {
+			extra = []string{"--force"}
+		}
+		code, stderr := compare(tc.html, extra...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("--html %s (force %v): exit %d, %q; want exit 2 and %q", tc.html, tc.force, code, stderr, tc.want)
+		}
+		if read(tc.html) != before {
+			t.Errorf("--html %s changed the file", tc.html)
+		}
+	}
+	if code, stderr := compare("notes.html", "--force"); code != 0 || !strings.Contains(read("notes.html"), report.HTMLGenerator) {
+		t.Errorf("--force does not replace another file: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Errorf("a missing directory was created: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+// A write that fails after its temporary file was made (here the rename,
+// onto a directory that holds a file) leaves no temporary file.
+func TestWriteAtomicCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "r.html")
+	os.Mkdir(target, 0o755)
+	os.WriteFile(filepath.Join(target, "keep"), []byte("x"), 0o644)
+	if err := writeAtomic(target, []byte("<html>")); err == nil {
+		t.Fatal("a rename onto a non-empty directory succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("after a failed write the directory holds %d entries, want 1 (r.html): %v", len(entries), entries)
+	}
+	if err := writeAtomic(filepath.Join(dir, "no", "r.html"), []byte("<html>")); err == nil {
+		t.Error("a write into a missing directory succeeded")
+	}
+}
+
+// An interval of 0 or less means nothing: run and ab refuse it, naming
+// the flag, before touching any database.
+func TestIntervalFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--interval", "0"}, `invalid value "0" for flag -interval: must be above 0`},
+		{[]string{"run", "--interval", "-1s"}, `invalid value "-1s" for flag -interval: must be above 0`},
+		{[]string{"run", "--wait-interval", "0s"}, `invalid value "0s" for flag -wait-interval: must be above 0`},
+		{[]string{"run", "--wait-interval", "-5ms"}, `flag -wait-interval: must be above 0`},
+		{[]string{"run", "--interval", "soon"}, `flag -interval: not a duration`},
+		{[]string{"ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--interval", "0"}, `flag -interval: must be above 0`},
+		{[]string{"ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--wait-interval", "-1s"}, `flag -wait-interval: must be above 0`},
+	} {
+		code, _, stderr := dbparity(t, dir, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused commands left %v", entries)
+	}
+	code, stdout, _ := dbparity(t, dir, "run", "--help")
+	if code != 0 || !strings.Contains(stdout, "-interval duration") || !strings.Contains(stdout, "(default 1s)") {
+		t.Errorf("run --help does not show --interval as a duration with its default:\n%s", stdout)
+	}
+}
+
+// run refuses load parameters that contradict what is loaded, for every
+// workload, and names the loaded value and the way out; a flag that
+// agrees runs.
+func TestRunRefusesOtherLoad(t *testing.T) {
+	dir := loadedDir(t) // order-entry, 1 warehouse
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--warehouses", "10"}, "--warehouses 10, but order-entry in sqlite://dbparity-data/dbparity.db is loaded with warehouses 1: run `dbparity load --workload order-entry --warehouses 10` first, or drop --warehouses"},
+		{[]string{"run", "--warehouses=2", "--load"}, "is loaded with warehouses 1"},
+	} {
+		code, _, stderr := dbparity(t, dir, append(tc.args, "--duration", "1s", "--out", "r.json")...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "r.json")); !os.IsNotExist(err) {
+			t.Errorf("%v: a refused run wrote a result", tc.args)
+		}
+	}
+	if code, _, stderr := dbparity(t, dir, "run", "--warehouses", "1", "--duration", "300ms", "--warmup", "0s", "--users", "1",
+		"--no-collect", "--out", "r.json"); code != 0 {
+		t.Errorf("--warehouses as loaded: exit %d: %s", code, stderr)
+	}
+
+	slob := []string{"--workload", "slob", "--target", "sqlite://slob.db"}
+	if code, _, stderr := dbparity(t, dir, append([]string{"load", "--scale", "300"}, slob...)...); code != 0 {
+		t.Fatalf("load slob: exit %d: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scale", "1000000"}, "--scale 1000000, but slob in sqlite://slob.db is loaded with scale 300"},
+		{[]string{"--schemas", "2"}, "--schemas 2, but slob in sqlite://slob.db is loaded with schemas 1"},
+	} {
+		code, _, stderr := dbparity(t, dir, append(append([]string{"run", "--work-unit", "8", "--duration", "1s"}, slob...), tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("slob %v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }

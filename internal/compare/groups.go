@@ -82,6 +82,8 @@ func Comparable(gs []Group, loadParams []string) error {
 	for _, g := range gs {
 		for i, r := range g.Runs {
 			switch {
+			case r.Failed:
+				return fmt.Errorf("%s is a failed run (%s): its figures do not describe the workload; leave it out, or pass --force", g.Files[i], r.FailedReason)
 			case r.Workload.Name != ref.Workload.Name:
 				return fmt.Errorf("%s runs %s, %s runs %s: not comparable (pass --force to compare anyway)", g.Files[i], r.Workload.Name, gs[0].Files[0], ref.Workload.Name)
 			case r.Workload.Version != ref.Workload.Version:
@@ -223,8 +225,17 @@ func RunNotes(g Group) []string {
 	var notes []string
 	for i, r := range g.Runs {
 		f := g.Files[i]
+		if r.Failed {
+			notes = append(notes, fmt.Sprintf("%s FAILED (%s)", f, r.FailedReason))
+		}
 		if r.Partial {
 			notes = append(notes, fmt.Sprintf("%s is partial (%s)", f, r.PartialReason))
+		}
+		if n, secs := outages(r); n > 0 {
+			notes = append(notes, fmt.Sprintf("%s had %d outage(s), %.1f s in all, %d transactions failed in them: the server was not serving for part of the run",
+				f, n, secs, outageFailures(r)))
+		} else if len(r.Events) > 0 {
+			notes = append(notes, fmt.Sprintf("%s lost connections %d time(s) and reconnected", f, len(r.Events)))
 		}
 		if r.OS != nil && r.OS.Window.CPUStealPct > 2 {
 			notes = append(notes, fmt.Sprintf("%s: %.1f%% of the CPU was stolen by the hypervisor", f, r.OS.Window.CPUStealPct))
@@ -333,4 +344,24 @@ func flatten(prefix string, v any, out map[string]string) {
 		b, _ := json.Marshal(x)
 		out[prefix] = strings.Trim(string(b), `"`)
 	}
+}
+
+// outages counts a run's outages and their total length.
+func outages(r *result.Run) (n int, secs float64) {
+	for _, e := range r.Events {
+		if e.Kind == "outage" {
+			n++
+			secs += e.Seconds(r.End)
+		}
+	}
+	return n, secs
+}
+
+func outageFailures(r *result.Run) (n int64) {
+	for _, e := range r.Events {
+		if e.Kind == "outage" {
+			n += e.Failed
+		}
+	}
+	return n
 }

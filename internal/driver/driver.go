@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,22 +51,87 @@ type Config struct {
 	// Progress, if set, is called once per tick from the monitor goroutine.
 	Progress func(Status)
 	// OnInterval, if set, receives every interval of the series as soon as
-	// it is closed, from the monitor goroutine.
-	OnInterval func(metrics.Interval)
+	// it is closed, from the monitor goroutine. An error ends the run,
+	// aborted, with the error as its reason: a run whose journal cannot be
+	// written must not go on as if it could.
+	OnInterval func(Tick) error
+	// CheckpointEvery is how often a Tick carries a Checkpoint, the run's
+	// cumulative counts and histograms (default 1 min; negative: never).
+	CheckpointEvery time.Duration
 	// OnPhase, if set, is called from the monitor goroutine the moment a
 	// phase begins (Measure, Drain), so collectors can take their window
-	// snapshots at the window's edges. It must return quickly.
+	// snapshots at the window's edges. It must not block: the monitor is
+	// what ends a run.
 	OnPhase func(phase int, at time.Time)
 	// StopGrace is how long sessions may take to finish their current
-	// transaction after the run stops before their statements are cancelled.
+	// transaction after the measured window before their statements are
+	// cancelled (default StatementTimeout). After an interrupt or an abort
+	// they get at most stopGraceFault.
 	StopGrace time.Duration
-	// AbortAfter ends the run when every transaction has failed for this
-	// long (default 10s): a broken run must not pass for a slow one.
+	// StatementTimeout is how long a session waits for the server to answer
+	// one statement, or to accept a connection (default 30s). Then the
+	// statement is cancelled, the connection dropped and the transaction
+	// counted as failed ("timeout"). The monitor watches each session's
+	// statement count, so the cut comes within a watch period (a tenth of
+	// the timeout, at most a tick) after the deadline, at no cost per
+	// statement.
+	StatementTimeout time.Duration
+	// AbortAfter ends the run, aborted, when no transaction has committed
+	// for this long and transactions failed meanwhile (default 10s). A
+	// frozen server fails its statements at StatementTimeout, so it aborts
+	// then; a server that refuses connections aborts after AbortAfter,
+	// whatever the sessions' reconnect back-off.
 	AbortAfter time.Duration
+	// SeriesPoints bounds the series kept in memory and in the result
+	// (default metrics.DefaultSeriesPoints): past it, adjacent points merge.
+	SeriesPoints int
 	// Ready, if set, is called once every session is connected, before the
 	// clock starts; the run starts when it returns. Several runs driven at
 	// once (one per target) meet there, so their windows coincide.
 	Ready func(ctx context.Context) error
+}
+
+// stopGraceFault is how long sessions may finish their transaction after
+// an interrupt or an abort: Ctrl-C must end a run within seconds even when
+// the server does not answer.
+const stopGraceFault = 2 * time.Second
+
+// Tick is one closed interval: the series' point, the counts of each
+// transaction type in it, and now and then the run's cumulative state.
+type Tick struct {
+	Interval metrics.Interval
+	Types    []TypeCounts
+	// Checkpoint is what the run has measured so far, as a Result (no
+	// series, no CPU): set on the first tick, every CheckpointEvery, and
+	// on the last tick, so that a journal of ticks can stand in for a run
+	// that died.
+	Checkpoint *Result
+}
+
+// TypeCounts are one transaction type's counts in one interval.
+type TypeCounts struct {
+	Committed int64 `json:"c,omitempty"`
+	Rollbacks int64 `json:"r,omitempty"`
+	Errors    int64 `json:"e,omitempty"`
+	Retries   int64 `json:"rt,omitempty"`
+}
+
+// Event is a time the server did not serve the sessions: connections
+// lost, refused or timed out, until a transaction committed again.
+type Event struct {
+	// Kind is "outage" when the server could not be reached (a connect
+	// failed, a statement timed out) or it lasted to the end of the run;
+	// "disconnect" when connections were lost but could be opened again
+	// at once (backends terminated, say).
+	Kind  string
+	Start time.Time
+	// End is the first commit after Start; zero when the run ended first.
+	End time.Time
+	// Failed transactions and successful reconnects while it lasted.
+	Failed     int64
+	Reconnects int64
+	// Cause is the error that began it, "class: message".
+	Cause string
 }
 
 // Status is the live state shown on the progress line.
@@ -131,11 +197,19 @@ type Result struct {
 	// Partial is set when the measured window did not run to its end.
 	Partial bool
 	Reason  string
+	// Aborted is set when a fault ended the run (AbortAfter, a failed
+	// OnInterval), not the clock or the user.
+	Aborted bool
 	Phases  [numPhases]PhaseStats
 	// Latency per transaction type and of COMMIT alone, measured window.
 	Latency []*metrics.Histogram
 	Commit  *metrics.Histogram
 	Series  []metrics.Interval
+	// SeriesStep is how many ticks a point of Series stands for (1 until
+	// the series reached Config.SeriesPoints).
+	SeriesStep int
+	// Events are the outages the sessions met, in order.
+	Events []Event
 	// FirstErrors holds the first message seen of each error class.
 	FirstErrors map[string]string
 	Reconnects  int64
@@ -157,9 +231,37 @@ type session struct {
 	latency  []*metrics.Recorder
 	commit   *metrics.Recorder
 	interval *metrics.Recorder
-	iv       metrics.Interval
-	first    map[string]string
-	reconn   int64
+	// iv are the counts of the interval in progress, per phase: a
+	// transaction reads the phase under mu, and the monitor changes the
+	// phase before it takes the old phase's counts, so each counts in the
+	// interval of its own phase, exactly.
+	iv      [numPhases]ivCounts
+	active  int // 1 while the session runs
+	ivFault faultCounts
+	first   map[string]string
+	reconn  int64
+	// The watchdog's view, guarded by mu: busy while a transaction (or a
+	// reconnect) is under way; conn is the connection it runs on; wdCount
+	// and wdAt are its statement count when last seen to change.
+	busy     bool
+	timedOut bool
+	conn     target.Conn
+	cancel   context.CancelFunc
+	wdCount  int64
+	wdAt     time.Time
+}
+
+// ivCounts are a session's counts of one phase in the interval in progress.
+type ivCounts struct {
+	commits, rollbacks, errors, retries int64
+	types                               []TypeCounts
+}
+
+// faultCounts are what the monitor needs of an interval's failures to
+// decide on an abort and to say why.
+type faultCounts struct {
+	timeouts int64
+	last     string // the last failure, "class: message"
 }
 
 type run struct {
@@ -168,23 +270,131 @@ type run struct {
 	stop     atomic.Bool
 	stopped  chan struct{} // closed with stop: wakes sessions that think
 	sessions []*session
+	out      outages
+	// The measured window's latencies so far: every tick the monitor folds
+	// the sessions' recorders into these and empties them, so a session's
+	// recorder holds one tick of values, not the whole run's (they grew
+	// about 4 MB an hour at 64 sessions). Owned by the monitor goroutine.
+	latency []*metrics.Histogram
+	commit  *metrics.Histogram
+}
+
+// outages tracks the open outage. Sessions take its lock only on a failure
+// or a reconnect, and on a commit while one is open (open is read first,
+// without the lock), so it costs the hot path one atomic load.
+type outages struct {
+	open   atomic.Bool
+	mu     sync.Mutex
+	cur    Event
+	down   bool // the open event met an unreachable server
+	events []Event
+}
+
+// lost records a failure that lost the connection; unreachable says the
+// server could not be reached at all.
+func (o *outages) lost(at time.Time, cause string, unreachable bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.open.Load() {
+		o.cur, o.down = Event{Start: at, Cause: cause}, false
+		o.open.Store(true)
+	}
+	o.cur.Failed++
+	o.down = o.down || unreachable
+}
+
+func (o *outages) failed() {
+	if !o.open.Load() {
+		return
+	}
+	o.mu.Lock()
+	if o.open.Load() {
+		o.cur.Failed++
+	}
+	o.mu.Unlock()
+}
+
+func (o *outages) reconnected() {
+	if !o.open.Load() {
+		return
+	}
+	o.mu.Lock()
+	if o.open.Load() {
+		o.cur.Reconnects++
+	}
+	o.mu.Unlock()
+}
+
+func (o *outages) committed(at time.Time) {
+	if !o.open.Load() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.open.Load() || at.Before(o.cur.Start) {
+		return
+	}
+	o.cur.End = at
+	o.close()
+}
+
+// close files the open event; call with mu held.
+func (o *outages) close() {
+	o.cur.Kind = "disconnect"
+	if o.cur.End.IsZero() || o.down {
+		o.cur.Kind = "outage"
+	}
+	o.events = append(o.events, o.cur)
+	o.open.Store(false)
+}
+
+// snapshot returns the events so far, the open one (no end) last.
+func (o *outages) snapshot() []Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ev := append([]Event(nil), o.events...)
+	if o.open.Load() {
+		cur := o.cur
+		cur.Kind = "outage"
+		ev = append(ev, cur)
+	}
+	return ev
+}
+
+// all returns every event, the one still open last.
+func (o *outages) all() []Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.open.Load() {
+		o.close()
+	}
+	return o.events
 }
 
 // Run executes cfg. Cancelling ctx stops the run cleanly: sessions finish
 // their current transaction and the result is returned marked partial with
-// ErrInterrupted. Statements are cancelled only StopGrace after that.
+// ErrInterrupted. Statements are cancelled stopGraceFault after that.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second
 	}
+	if cfg.StatementTimeout <= 0 {
+		cfg.StatementTimeout = 30 * time.Second
+	}
 	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = 30 * time.Second
+		cfg.StopGrace = cfg.StatementTimeout
 	}
 	if cfg.AbortAfter <= 0 {
 		cfg.AbortAfter = 10 * time.Second
 	}
-	r := &run{cfg: cfg, stopped: make(chan struct{})}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = time.Minute
+	}
+	r := &run{cfg: cfg, stopped: make(chan struct{}), commit: metrics.NewHistogram()}
 	n := len(cfg.TxTypes)
+	for range n {
+		r.latency = append(r.latency, metrics.NewHistogram())
+	}
 	conns, err := connectAll(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -199,6 +409,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	for range cfg.Users {
 		s := &session{commit: metrics.NewRecorder(), interval: metrics.NewRecorder(), first: map[string]string{}}
+		for p := range s.iv {
+			s.iv[p].types = make([]TypeCounts, n)
+		}
 		for p := range s.phases {
 			s.phases[p] = newPhaseStats(n)
 		}
@@ -208,20 +421,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.sessions = append(r.sessions, s)
 	}
 
-	// hard is cancelled StopGrace after a stop, or when the run is over.
+	// hard is cancelled a grace period after a stop, or when the run is over.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
-	m := &monitor{r: r, res: &Result{FirstErrors: map[string]string{}}, agg: metrics.NewHistogram(), cancelHard: cancelHard}
+	m := &monitor{r: r, res: &Result{FirstErrors: map[string]string{}}, agg: metrics.NewHistogram(), cancelHard: cancelHard,
+		series: metrics.NewSeries(cfg.SeriesPoints)}
 	res := m.res
 	res.Start = time.Now()
-	m.last = res.Start
+	m.last, m.lastCommit, m.lastCheckpoint = res.Start, res.Start, res.Start
 	m.startCPU = ProcessCPU()
 	m.measureCPU = m.startCPU
 	// Phase changes run on their own timer, not on the tick, so the measured
 	// window lasts what was asked to within timer precision.
 	phaseTimer := time.NewTimer(cfg.Warmup)
 	if cfg.Warmup <= 0 {
-		m.setPhase(Measure, res.Start)
+		m.changePhase(Measure, res.Start)
 		res.MeasureStart = res.Start
 		phaseTimer.Reset(cfg.Duration)
 	}
@@ -239,7 +453,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	ticker := time.NewTicker(cfg.Tick)
 	defer ticker.Stop()
-	var failingSince time.Time
+	watchdog := time.NewTicker(min(cfg.Tick, max(cfg.StatementTimeout/10, 10*time.Millisecond)))
+	defer watchdog.Stop()
 	interrupted := false
 	ctxDone := ctx.Done()
 loop:
@@ -250,32 +465,24 @@ loop:
 		case <-ctxDone:
 			ctxDone = nil
 			interrupted = true
-			m.stop(time.Now(), "interrupted")
+			m.stop(time.Now(), "interrupted", stopGraceFault)
 		case <-phaseTimer.C:
 			now := time.Now() // not the channel's value: both channels must agree on order
 			if r.phase.Load() == Warmup {
-				m.boundary(now)
-				m.setPhase(Measure, now)
 				res.MeasureStart = now
 				m.measureCPU = ProcessCPU()
+				m.changePhase(Measure, now)
 				phaseTimer.Reset(cfg.Duration)
 				ticker.Reset(cfg.Tick) // intervals aligned on the measured window
 			} else {
-				m.stop(now, "")
+				m.stop(now, "", cfg.StopGrace)
 			}
+		case <-watchdog.C:
+			m.watch(time.Now())
 		case <-ticker.C:
 			now := time.Now()
-			iv := m.tick(now)
-			if iv.Commits == 0 && iv.Errors > 0 {
-				if failingSince.IsZero() {
-					failingSince = now.Add(-time.Duration(iv.Seconds * float64(time.Second)))
-				}
-				if now.Sub(failingSince) >= cfg.AbortAfter {
-					m.stop(now, fmt.Sprintf("aborted: every transaction failed for %s", cfg.AbortAfter))
-				}
-			} else {
-				failingSince = time.Time{}
-			}
+			iv := m.tick(now, false)
+			m.judge(now)
 			if cfg.Progress != nil {
 				cfg.Progress(Status{Elapsed: now.Sub(res.Start), Phase: PhaseNames[r.phase.Load()],
 					TPS: iv.TPS(), P95: time.Duration(iv.P95Micros) * time.Microsecond,
@@ -284,19 +491,20 @@ loop:
 		}
 	}
 	res.End = time.Now()
-	if res.End.Sub(m.last) > time.Millisecond {
-		m.tick(res.End)
-	}
+	m.tick(res.End, true)
 	res.TotalCPU = ProcessCPU().Sub(m.startCPU)
-	r.merge(res, n)
+	r.merge(res)
+	res.Series, res.SeriesStep = m.series.Points(), m.series.Step()
+	res.Events = r.out.all()
+	m.unanswered()
 	if interrupted {
 		return res, ErrInterrupted
 	}
 	return res, nil
 }
 
-// monitor is the state of the goroutine that ticks, changes phases and
-// stops the run.
+// monitor is the state of the goroutine that ticks, changes phases,
+// watches for statements the server does not answer and stops the run.
 type monitor struct {
 	r                    *run
 	res                  *Result
@@ -305,63 +513,192 @@ type monitor struct {
 	startCPU, measureCPU CPU
 	commits, errors      int64
 	cancelHard           context.CancelFunc
+	// Since the last interval with a commit: when it ended, the failures
+	// since, how many of them were timeouts, and the last one.
+	lastCommit     time.Time
+	failed         int64
+	timeouts       int64
+	lastFailure    string
+	lastCheckpoint time.Time
+	checkpoints    int
+	stopping       bool
+	// series is bounded: a day-long run keeps as many points as an
+	// hour-long one, each standing for more seconds (the journal has them
+	// all).
+	series *metrics.Series
 }
 
-// tick closes the interval ending now and appends it to the series.
-func (m *monitor) tick(now time.Time) metrics.Interval {
-	iv := m.r.collect(now, m.last, m.res.Start, m.agg)
+// tick closes the interval ending now, appends it to the series and hands
+// it to OnInterval, with a checkpoint when one is due (always on the last).
+func (m *monitor) tick(now time.Time, last bool) metrics.Interval {
+	return m.closeInterval(now, int(m.r.phase.Load()), last)
+}
+
+// closeInterval closes the interval of phase ending now. At a phase change
+// an empty sliver of an interval is dropped: it would only add noise.
+func (m *monitor) closeInterval(now time.Time, phase int, last bool) metrics.Interval {
+	iv, types, fault := m.r.collect(now, m.last, m.res.Start, phase, m.agg)
+	sliver := now.Sub(m.last) < m.r.cfg.Tick/10 && iv.Commits+iv.Rollbacks+iv.Errors+iv.Retries == 0
 	m.last = now
+	if sliver && !last {
+		return iv
+	}
 	m.commits += iv.Commits
 	m.errors += iv.Errors
-	m.res.Series = append(m.res.Series, iv)
-	if m.r.cfg.OnInterval != nil {
-		m.r.cfg.OnInterval(iv)
+	if iv.Commits > 0 {
+		m.lastCommit, m.failed, m.timeouts, m.lastFailure = now, 0, 0, ""
+	}
+	m.failed += iv.Errors
+	m.timeouts += fault.timeouts
+	if fault.last != "" {
+		m.lastFailure = fault.last
+	}
+	if !sliver {
+		m.series.Add(iv)
+	}
+	if m.r.cfg.OnInterval == nil {
+		return iv
+	}
+	t := Tick{Interval: iv, Types: types}
+	if every := m.r.cfg.CheckpointEvery; every > 0 && (last || m.checkpoints == 0 || now.Sub(m.lastCheckpoint) >= every) {
+		m.checkpoints++
+		t.Checkpoint = m.checkpoint(now)
+		m.lastCheckpoint = now
+	}
+	if err := m.r.cfg.OnInterval(t); err != nil {
+		m.abort(now, err.Error())
 	}
 	return iv
 }
 
-func (m *monitor) setPhase(p int, at time.Time) {
-	m.r.phase.Store(int32(p))
+// judge aborts a run in which nothing has committed for AbortAfter while
+// transactions failed.
+func (m *monitor) judge(now time.Time) {
+	cfg := m.r.cfg
+	if m.stopping || m.failed == 0 || now.Sub(m.lastCommit) < cfg.AbortAfter {
+		return
+	}
+	reason := fmt.Sprintf("no transaction committed for %s; %d failed (last: %s)",
+		cfg.AbortAfter, m.failed, m.lastFailure)
+	if m.timeouts == m.failed {
+		reason = fmt.Sprintf("server did not answer for %s", cfg.StatementTimeout)
+	}
+	m.abort(now, reason)
+}
+
+// abort ends the run because of a fault. It may be called while the run
+// is already stopping (a journal that fails on the last tick): the result
+// still says why it failed.
+func (m *monitor) abort(now time.Time, reason string) {
+	if m.res.Aborted {
+		return
+	}
+	m.res.Aborted = true
+	m.res.Partial, m.res.Reason = true, "aborted: "+reason
+	m.stop(now, "", stopGraceFault)
+}
+
+// unanswered fails a run whose server stopped serving inside the measured
+// window and never came back: its last stretch measured nothing, however
+// few transactions failed. A timeout's outage began a statement timeout
+// before the statement was cut.
+func (m *monitor) unanswered() {
+	ev := m.res.Events
+	if len(ev) == 0 || m.res.Aborted {
+		return
+	}
+	last := ev[len(ev)-1]
+	if !last.End.IsZero() {
+		return
+	}
+	began := last.Start
+	timeout := strings.HasPrefix(last.Cause, "timeout: ")
+	if timeout {
+		began = began.Add(-m.r.cfg.StatementTimeout)
+	}
+	if !began.Before(m.res.MeasureEnd) {
+		return
+	}
+	m.res.Aborted, m.res.Partial = true, true
+	if timeout {
+		m.res.Reason = fmt.Sprintf("aborted: server did not answer for %s", m.r.cfg.StatementTimeout)
+	} else {
+		m.res.Reason = fmt.Sprintf("aborted: server unreachable from %s into the run to its end (%s)",
+			last.Start.Sub(m.res.Start).Round(100*time.Millisecond), last.Cause)
+	}
+}
+
+// watch cancels the statement of every session that has had no answer for
+// StatementTimeout: its statement count has not moved while it was busy.
+func (m *monitor) watch(now time.Time) {
+	timeout := m.r.cfg.StatementTimeout
+	for _, s := range m.r.sessions {
+		s.mu.Lock()
+		if s.busy && !s.timedOut {
+			n := int64(-1) // connecting
+			if s.conn != nil {
+				n = s.conn.Statements()
+			}
+			if n != s.wdCount {
+				s.wdCount, s.wdAt = n, now
+			} else if now.Sub(s.wdAt) >= timeout {
+				s.timedOut = true
+				s.cancel()
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// changePhase begins phase p: the phase changes first, then the old
+// phase's interval closes (see session.iv), then the collectors are told.
+func (m *monitor) changePhase(p int, at time.Time) {
+	old := int(m.r.phase.Swap(int32(p)))
+	if old != p {
+		m.closeInterval(at, old, false)
+	}
 	if m.r.cfg.OnPhase != nil {
 		m.r.cfg.OnPhase(p, at)
 	}
 }
 
-// boundary closes the interval at a phase change, unless a tick has just
-// closed one: a sliver of an interval would only add noise to the series.
-func (m *monitor) boundary(now time.Time) {
-	if now.Sub(m.last) >= m.r.cfg.Tick/10 {
-		m.tick(now)
-	}
-}
-
 // stop ends the measured window (if it is still open) and tells the
-// sessions to finish; reason marks the result partial.
-func (m *monitor) stop(now time.Time, reason string) {
+// sessions to finish within grace; reason marks the result partial.
+func (m *monitor) stop(now time.Time, reason string, grace time.Duration) {
 	r, res := m.r, m.res
-	if r.stop.Load() {
+	if m.stopping {
 		return
 	}
+	m.stopping = true // before the interval closes: its OnInterval may abort
+	if reason != "" && !res.Partial {
+		res.Partial, res.Reason = true, reason
+	}
 	if r.phase.Load() != Drain {
-		m.boundary(now)
 		res.MeasureEnd = now
 		if res.MeasureStart.IsZero() {
 			res.MeasureStart = now
 		}
 		res.MeasureCPU = ProcessCPU().Sub(m.measureCPU)
-		m.setPhase(Drain, now)
+		m.changePhase(Drain, now)
 	}
 	r.stop.Store(true)
 	close(r.stopped)
-	if reason != "" {
-		res.Partial, res.Reason = true, reason
+	// A session opening a connection now would only find the run over.
+	for _, s := range r.sessions {
+		s.mu.Lock()
+		if s.busy && s.conn == nil {
+			s.cancel()
+		}
+		s.mu.Unlock()
 	}
-	time.AfterFunc(r.cfg.StopGrace, m.cancelHard)
+	time.AfterFunc(grace, m.cancelHard)
 }
 
 // connectAll opens every session's connection before the clock starts:
 // connection set-up is not part of the workload. At most 16 connect at a
-// time, so a thousand sessions do not arrive at the server as one storm.
+// time, so a thousand sessions do not arrive at the server as one storm;
+// each has StatementTimeout, so a server that accepts and never answers
+// fails the run instead of hanging it.
 func connectAll(ctx context.Context, cfg Config) ([]target.Conn, error) {
 	conns := make([]target.Conn, cfg.Users)
 	errs := make([]error, cfg.Users)
@@ -372,7 +709,12 @@ func connectAll(ctx context.Context, cfg Config) ([]target.Conn, error) {
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			conns[i], errs[i] = cfg.Connect(ctx)
+			cctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout)
+			defer cancel()
+			conns[i], errs[i] = cfg.Connect(cctx)
+			if errs[i] != nil && cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("the server did not accept a connection within %s (--statement-timeout)", cfg.StatementTimeout)
+			}
 		}()
 	}
 	wg.Wait()
@@ -396,45 +738,73 @@ func firstError(errs []error) error {
 	return nil
 }
 
-// collect takes the interval counters of every session.
-func (r *run) collect(now, last, start time.Time, agg *metrics.Histogram) metrics.Interval {
-	iv := metrics.Interval{At: now.Sub(start).Seconds(), Seconds: now.Sub(last).Seconds(), Phase: PhaseNames[r.phase.Load()]}
+// collect takes every session's counts of phase for the interval.
+func (r *run) collect(now, last, start time.Time, phase int, agg *metrics.Histogram) (metrics.Interval, []TypeCounts, faultCounts) {
+	iv := metrics.Interval{At: now.Sub(start).Seconds(), Seconds: now.Sub(last).Seconds(), Phase: PhaseNames[phase]}
+	types := make([]TypeCounts, len(r.cfg.TxTypes))
+	var fault faultCounts
 	agg.Reset()
 	for _, s := range r.sessions {
 		s.mu.Lock()
-		iv.Commits += s.iv.Commits
-		iv.Rollbacks += s.iv.Rollbacks
-		iv.Errors += s.iv.Errors
-		iv.Retries += s.iv.Retries
-		iv.ActiveSess += s.iv.ActiveSess
-		s.iv = metrics.Interval{ActiveSess: s.iv.ActiveSess}
+		c := &s.iv[phase]
+		iv.Commits += c.commits
+		iv.Rollbacks += c.rollbacks
+		iv.Errors += c.errors
+		iv.Retries += c.retries
+		iv.ActiveSess += s.active
+		c.commits, c.rollbacks, c.errors, c.retries = 0, 0, 0, 0
+		for t, tc := range c.types {
+			types[t].Committed += tc.Committed
+			types[t].Rollbacks += tc.Rollbacks
+			types[t].Errors += tc.Errors
+			types[t].Retries += tc.Retries
+			c.types[t] = TypeCounts{}
+		}
+		fault.timeouts += s.ivFault.timeouts
+		if s.ivFault.last != "" {
+			fault.last = s.ivFault.last
+		}
+		s.ivFault = faultCounts{}
 		s.interval.MergeInto(agg)
 		s.interval.Reset()
+		s.fold(r.latency, r.commit)
 		s.mu.Unlock()
 	}
 	iv.P50Micros = int64(agg.Quantile(0.50) / time.Microsecond)
 	iv.P95Micros = int64(agg.Quantile(0.95) / time.Microsecond)
 	iv.P99Micros = int64(agg.Quantile(0.99) / time.Microsecond)
-	return iv
+	return iv, types, fault
 }
 
-func (r *run) merge(res *Result, n int) {
+// fold moves the session's latencies into the run's histograms; call
+// with s.mu held, from the monitor.
+func (s *session) fold(latency []*metrics.Histogram, commit *metrics.Histogram) {
+	for t, h := range s.latency {
+		if h.Count() > 0 {
+			h.MergeInto(latency[t])
+			h.Reset()
+		}
+	}
+	if s.commit.Count() > 0 {
+		s.commit.MergeInto(commit)
+		s.commit.Reset()
+	}
+}
+
+// merge sums every session's counts so far, and the run's histograms,
+// into res (copies: the run goes on).
+func (r *run) merge(res *Result) {
+	n := len(r.cfg.TxTypes)
 	for p := range res.Phases {
 		res.Phases[p] = newPhaseStats(n)
 	}
-	for range n {
-		res.Latency = append(res.Latency, metrics.NewHistogram())
-	}
-	res.Commit = metrics.NewHistogram()
+	res.Reconnects = 0
 	for _, s := range r.sessions {
 		s.mu.Lock()
 		for p := range res.Phases {
 			res.Phases[p].add(s.phases[p])
 		}
-		for t, h := range s.latency {
-			h.MergeInto(res.Latency[t])
-		}
-		s.commit.MergeInto(res.Commit)
+		s.fold(r.latency, r.commit)
 		for k, v := range s.first {
 			if _, ok := res.FirstErrors[k]; !ok {
 				res.FirstErrors[k] = v
@@ -443,10 +813,33 @@ func (r *run) merge(res *Result, n int) {
 		res.Reconnects += s.reconn
 		s.mu.Unlock()
 	}
+	res.Latency = nil
+	for _, h := range r.latency {
+		c := metrics.NewHistogram()
+		c.Merge(h)
+		res.Latency = append(res.Latency, c)
+	}
+	res.Commit = metrics.NewHistogram()
+	res.Commit.Merge(r.commit)
+}
+
+// checkpoint is the run's measured state now; the window ends now if it
+// is still open.
+func (m *monitor) checkpoint(now time.Time) *Result {
+	c := &Result{Start: m.res.Start, MeasureStart: m.res.MeasureStart, MeasureEnd: m.res.MeasureEnd, End: now,
+		Partial: m.res.Partial, Reason: m.res.Reason, Aborted: m.res.Aborted, FirstErrors: map[string]string{},
+		Events: m.r.out.snapshot()}
+	if c.MeasureEnd.IsZero() && !c.MeasureStart.IsZero() {
+		c.MeasureEnd = now
+	}
+	m.r.merge(c)
+	return c
 }
 
 // session is one virtual user: draw, run, retry, record, until stopped.
-func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
+// hard ends it; its statements run under a context of its own that the
+// watchdog cancels when the server does not answer.
+func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 	w := r.cfg.NewWorker(id)
 	var sent int64 // statements of c already counted
 	account := func(phase int) {
@@ -456,37 +849,51 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 			sent = n
 		}
 	}
+	ctx, cancel := context.WithCancel(hard)
 	s.mu.Lock()
-	s.iv.ActiveSess = 1
+	s.active = 1
+	s.conn, s.cancel = c, cancel
 	s.mu.Unlock()
 	defer func() {
 		if c != nil {
 			c.Close()
 		}
 		s.mu.Lock()
-		s.iv.ActiveSess = 0
+		s.active = 0
+		s.conn = nil
+		s.cancel()
 		s.mu.Unlock()
 	}()
 	backoff := 100 * time.Millisecond
 	th, thinks := w.(workload.Thinker)
-	for !r.stop.Load() && ctx.Err() == nil {
+	for !r.stop.Load() && hard.Err() == nil {
 		typ := w.Next()
 		start := time.Now()
 		var out workload.Outcome
 		var err error
 		var cls target.ErrorClass
 		retries := 0
+		unreachable := false // a connect failed or a statement timed out
+		s.mu.Lock()
+		s.busy, s.wdAt, s.wdCount = true, start, -1
+		if c != nil {
+			s.wdCount = c.Statements()
+		}
+		s.mu.Unlock()
 		for {
 			if c == nil {
 				if c, err = r.cfg.Connect(ctx); err != nil {
 					c = nil
 					cls = target.ErrorClass{Name: "connection", Lost: true}
+					unreachable = true
 					break
 				}
 				sent = 0
 				s.mu.Lock()
 				s.reconn++
+				s.conn = c
 				s.mu.Unlock()
+				r.out.reconnected()
 			}
 			out, err = w.Run(ctx, c)
 			if err == nil {
@@ -494,11 +901,6 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 			}
 			cls = target.Classify(err)
 			if cls.Lost || c.Lost() {
-				s.mu.Lock()
-				account(int(r.phase.Load()))
-				s.mu.Unlock()
-				c.Close()
-				c = nil
 				break // the outcome is unknown: never run it again
 			}
 			if !cls.Retry || retries == maxRetries || ctx.Err() != nil {
@@ -506,27 +908,57 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 			}
 			retries++
 		}
-		lat := time.Since(start)
-		phase := int(r.phase.Load())
+		end := time.Now()
+		lat := end.Sub(start)
 		s.mu.Lock()
+		phase := int(r.phase.Load()) // under mu: see session.iv
+		s.busy = false
+		timedOut := s.timedOut
+		if timedOut {
+			s.timedOut = false
+			ctx, cancel = context.WithCancel(hard)
+			s.cancel = cancel
+			if err != nil {
+				cls, unreachable = target.ErrorClass{Name: "timeout", Lost: true}, true
+				err = fmt.Errorf("server did not answer for %s: %w", r.cfg.StatementTimeout, err)
+			}
+		}
+		if err != nil && (cls.Lost || (c != nil && c.Lost())) && c != nil {
+			account(phase)
+			c.Close()
+			c = nil
+			s.conn = nil
+		}
 		ps := &s.phases[phase]
+		iv := &s.iv[phase]
+		tc := &iv.types[typ]
 		ps.Retries[typ] += int64(retries)
-		s.iv.Retries += int64(retries)
+		tc.Retries += int64(retries)
+		iv.retries += int64(retries)
 		account(phase)
+		var cause string
 		switch {
 		case err != nil:
 			ps.Errors[typ]++
+			tc.Errors++
 			ps.Classes[cls.Name]++
-			s.iv.Errors++
+			iv.errors++
+			cause = cls.Name + ": " + err.Error()
 			if _, seen := s.first[cls.Name]; !seen {
 				s.first[cls.Name] = err.Error()
 			}
+			s.ivFault.last = cause
+			if cls.Name == "timeout" {
+				s.ivFault.timeouts++
+			}
 		case out.Rollback:
 			ps.Rollbacks[typ]++
-			s.iv.Rollbacks++
+			tc.Rollbacks++
+			iv.rollbacks++
 		default:
 			ps.Committed[typ]++
-			s.iv.Commits++
+			tc.Committed++
+			iv.commits++
 		}
 		if err == nil {
 			s.interval.Record(lat)
@@ -538,11 +970,20 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 			}
 		}
 		s.mu.Unlock()
+		switch {
+		case err != nil && cls.Lost:
+			r.out.lost(end, cause, unreachable)
+		case err != nil:
+			r.out.failed()
+		case !out.Rollback:
+			r.out.committed(end)
+		}
 		if err != nil && c == nil {
 			// Lost or failed to connect: back off before trying again.
 			select {
 			case <-time.After(backoff):
-			case <-ctx.Done():
+			case <-r.stopped:
+			case <-hard.Done():
 			}
 			backoff = min(2*backoff, 2*time.Second)
 		} else {
@@ -554,7 +995,7 @@ func (r *run) session(ctx context.Context, id int, s *session, c target.Conn) {
 				select {
 				case <-t.C:
 				case <-r.stopped:
-				case <-ctx.Done():
+				case <-hard.Done():
 				}
 				t.Stop()
 			}

@@ -215,8 +215,12 @@ func (c *Comparison) charts() []template.HTML {
 	return out
 }
 
+// HTMLGenerator marks, in the head of every HTML report, a file that
+// compare --html may replace: its own earlier report, never another file.
+const HTMLGenerator = `<meta name="generator" content="dbparity compare">`
+
 var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<html lang="en"><head><meta charset="utf-8">` + HTMLGenerator + `<title>{{.Title}}</title>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
 h1{font-size:20px}h2{font-size:16px;margin-top:1.6em}

@@ -25,7 +25,10 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	s := r.Summarize()
 	p := &printer{w: w}
 	head := fmt.Sprintf("%s: %s v%s on %s %s", s.Label, r.Workload.Name, r.Workload.Version, r.Target.Dialect, r.Target.ServerVersion)
-	if s.Partial {
+	if r.Failed {
+		head += "   FAILED (" + r.FailedReason + ")"
+	}
+	if s.Partial && s.PartialReason != "aborted: "+r.FailedReason {
 		head += "   PARTIAL (" + s.PartialReason + ")"
 	}
 	p.f("%s\n", head)
@@ -65,6 +68,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	if err := partsText(w, r); err != nil {
 		return err
 	}
+	eventsText(p, r)
 	for _, f := range []func() error{
 		func() error { return profileText(w, "load profile", r.LoadProfile, true) },
 		func() error { return profileText(w, "io profile", r.IOProfile, false) },
@@ -211,5 +215,21 @@ type printer struct {
 func (p *printer) f(format string, a ...any) {
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format, a...)
+	}
+}
+
+// eventsText lists the run's outages: when, how long, what failed.
+func eventsText(p *printer, r *result.Run) {
+	if len(r.Events) == 0 {
+		return
+	}
+	p.f("\n  events (the server did not serve the sessions)\n")
+	for _, e := range r.Events {
+		end := "still going on when the run ended"
+		if !e.End.IsZero() {
+			end = fmt.Sprintf("until %s", e.End.Sub(r.Start).Round(10*time.Millisecond))
+		}
+		p.f("    %-10s at %s, %s (%.1f s): %d transactions failed, %d reconnects; %s\n", e.Kind,
+			e.Start.Sub(r.Start).Round(10*time.Millisecond), end, e.Seconds(r.End), e.Failed, e.Reconnects, e.Cause)
 	}
 }

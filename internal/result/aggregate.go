@@ -53,6 +53,10 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 		if p.Partial && !a.Partial {
 			a.Partial, a.PartialReason = true, fmt.Sprintf("target %d: %s", i+1, p.PartialReason)
 		}
+		if p.Failed && !a.Failed {
+			a.Failed, a.FailedReason = true, fmt.Sprintf("target %d: %s", i+1, p.FailedReason)
+		}
+		a.Events = append(a.Events, p.Events...)
 		a.Driver.Users += p.Driver.Users
 		a.Driver.Reconnects += p.Driver.Reconnects
 		a.Driver.CPUUserS = max(a.Driver.CPUUserS, p.Driver.CPUUserS)

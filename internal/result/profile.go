@@ -9,6 +9,9 @@ type Profile struct {
 	Seconds      float64       `json:"seconds"`      // length of the window the deltas cover
 	Transactions float64       `json:"transactions"` // the per-transaction divisor: the database's commits + rollbacks
 	Lines        []ProfileLine `json:"lines"`
+	// Note says when the profile covers less than the measured window (the
+	// server restarted or did not answer for part of it).
+	Note string `json:"note,omitempty"`
 }
 
 // ProfileLine is one line of a profile.

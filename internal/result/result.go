@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/disclose"
@@ -31,14 +30,29 @@ type Run struct {
 	Label  string `json:"label"`
 	// Round is the round of an interleaved comparison (dbparity ab): the
 	// runs of two labels with the same round ran back to back.
-	Round         int       `json:"round,omitempty"`
-	Partial       bool      `json:"partial"`
-	PartialReason string    `json:"partial_reason,omitempty"`
-	Command       []string  `json:"command"` // credentials redacted
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
-	MeasureStart  time.Time `json:"measure_start"`
-	MeasureEnd    time.Time `json:"measure_end"`
+	Round         int    `json:"round,omitempty"`
+	Partial       bool   `json:"partial"`
+	PartialReason string `json:"partial_reason,omitempty"`
+	// SeriesFile names the gzipped journal beside the result that holds
+	// every point of the series, when the result's series were merged down
+	// to stay small (a run longer than about 24 minutes at 1 s).
+	SeriesFile string `json:"series_file,omitempty"`
+	// Failed marks a run whose figures do not describe the workload: a
+	// fault aborted it, too many transactions failed, or a transaction
+	// type never committed. compare refuses it unless forced.
+	Failed       bool   `json:"failed,omitempty"`
+	FailedReason string `json:"failed_reason,omitempty"`
+	// Recovered marks a result rebuilt from the journal of a run that
+	// died (dbparity recover): what the journal kept, nothing more.
+	Recovered bool `json:"recovered,omitempty"`
+	// Events are the outages the sessions met: the server unreachable,
+	// connections lost or statements timed out, until a commit again.
+	Events       []Event   `json:"events,omitempty"`
+	Command      []string  `json:"command"` // credentials redacted
+	Start        time.Time `json:"start"`
+	End          time.Time `json:"end"`
+	MeasureStart time.Time `json:"measure_start"`
+	MeasureEnd   time.Time `json:"measure_end"`
 
 	Workload Workload `json:"workload"`
 	Target   Target   `json:"target"`
@@ -78,6 +92,27 @@ type Run struct {
 	// the run: each one a transaction in its counters (the load profile and
 	// series already leave them out), for reconciling those counters.
 	CollectorStatements int64 `json:"collector_statements,omitempty"`
+}
+
+// Event is one outage in a run.
+type Event struct {
+	// Kind is "outage" (the server could not be reached, or a statement
+	// timed out) or "disconnect" (connections lost, reopened at once).
+	Kind  string    `json:"kind"`
+	Start time.Time `json:"start"`
+	// End is the first commit after Start; absent when the run ended first.
+	End        time.Time `json:"end,omitzero"`
+	Failed     int64     `json:"failed_transactions"`
+	Reconnects int64     `json:"reconnects"`
+	Cause      string    `json:"cause"`
+}
+
+// Seconds is how long the event lasted, up to end when it never ended.
+func (e Event) Seconds(end time.Time) float64 {
+	if !e.End.IsZero() {
+		end = e.End
+	}
+	return end.Sub(e.Start).Seconds()
 }
 
 // OS is what the operating system's counters show: over the measured
@@ -149,6 +184,10 @@ type Driver struct {
 	CPUSysS  float64 `json:"cpu_sys_s"`
 	// And over the whole run, warm-up and drain included.
 	TotalCPUS float64 `json:"total_cpu_s"`
+	// SeriesStep is how many 1 s ticks the series' points stand for, when
+	// more than one: the series were merged down to stay small, and
+	// SeriesFile has every point.
+	SeriesStep int `json:"series_step,omitempty"`
 }
 
 // Transaction is one transaction type's measured window.
@@ -205,19 +244,15 @@ func (h Histogram) Decode() (*metrics.Histogram, error) {
 }
 
 // Write stores r at path atomically: the file is either the complete new
-// result or untouched. It refuses to write anything containing one of the
-// secrets (passwords the command was given), whatever field leaked it.
-func Write(path string, r *Run, secrets ...string) error {
+// result or untouched. r holds no password to look for: the target and
+// the command line were redacted where they entered (target.Redact), so
+// a finished run is never lost here.
+func Write(path string, r *Run) error {
 	// Compact: a long run's series make most of the file; `dbparity show`
 	// is the way to read one (or jq).
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
-	}
-	for _, s := range secrets {
-		if s != "" && bytes.Contains(b, []byte(s)) {
-			return errors.New("result would contain a password: not written (report this as a bug)")
-		}
 	}
 	return writeAtomic(path, append(b, '\n'))
 }
@@ -295,13 +330,10 @@ func Read(path string) (*Run, error) {
 	var r Run
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s is not a dbparity result file: %v", path, err)
+		return nil, decodeError(path, err)
 	}
-	if !strings.HasPrefix(r.Schema, "dbparity.run/") {
-		return nil, fmt.Errorf("%s is not a dbparity result file (no dbparity.run schema)", path)
-	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("%s has schema %s; this dbparity reads %s: use a newer dbparity", path, r.Schema, Schema)
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &r, nil
 }

@@ -61,19 +61,6 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 }
 
-func TestWriteRefusesSecrets(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "r.json")
-	os.WriteFile(p, []byte("old"), 0o644)
-	r := sample()
-	r.Command = []string{"dbparity", "--target", "postgres://u:hunter2@h/db"}
-	if err := Write(p, r, "hunter2"); err == nil {
-		t.Fatal("a result holding the password was written")
-	}
-	if b, _ := os.ReadFile(p); string(b) != "old" {
-		t.Errorf("the refused write changed the file to %q", b)
-	}
-}
-
 func TestWriteToMissingDirectoryKeepsNothing(t *testing.T) {
 	if err := Write(filepath.Join(t.TempDir(), "no", "such", "r.json"), sample()); err == nil {
 		t.Fatal("write into a missing directory succeeded")

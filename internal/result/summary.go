@@ -1,5 +1,7 @@
 package result
 
+import "fmt"
+
 // Summary holds the headline figures of a run, derived from the result
 // file in one place so every report agrees. Rates are over the measured
 // window only.
@@ -76,4 +78,54 @@ func (r *Run) Summarize() Summary {
 		s.DriverCPUPerStmtUs = s.DriverCPUS * 1e6 / float64(s.Statements)
 	}
 	return s
+}
+
+// DefaultMaxErrorPct is --max-error-pct's default: a run in which more of
+// the measured window's transactions failed is failed.
+const DefaultMaxErrorPct = 1.0
+
+// Judge marks r failed when its measured window does not describe the
+// workload: more than maxErrorPct percent of its transactions failed, or
+// a transaction type that was run never completed (every one failed), or
+// nothing completed at all. A failure already marked stands.
+func (r *Run) Judge(maxErrorPct float64) {
+	if r.Failed {
+		return
+	}
+	var done, failed int64
+	for _, t := range r.Transactions {
+		done += t.Committed + t.Rollbacks
+		failed += t.Errors
+	}
+	fail := func(format string, a ...any) { r.Failed, r.FailedReason = true, fmt.Sprintf(format, a...) }
+	for _, t := range r.Transactions {
+		if t.Errors > 0 && t.Committed+t.Rollbacks == 0 {
+			fail("every %s failed (%d), none completed: %s", t.Name, t.Errors, firstErrorOf(r))
+			return
+		}
+	}
+	switch {
+	case done+failed == 0:
+		fail("no transaction completed in the measured window")
+	case 100*float64(failed)/float64(done+failed) > maxErrorPct:
+		fail("%d of %d transactions failed (%.2f%%), above --max-error-pct %g%%: %s", failed, done+failed,
+			100*float64(failed)/float64(done+failed), maxErrorPct, firstErrorOf(r))
+	}
+}
+
+// firstErrorOf names the most frequent error class and its first message.
+func firstErrorOf(r *Run) string {
+	best, n := "", int64(-1)
+	for k, v := range r.Errors {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	if best == "" {
+		return "no error recorded"
+	}
+	if msg := r.ErrorSamples[best]; msg != "" {
+		return best + ": " + msg
+	}
+	return best
 }

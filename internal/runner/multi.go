@@ -25,6 +25,8 @@ func runMulti(ctx context.Context, o RunOptions, outs []string) error {
 	}()
 	var versions []string
 	var loaded map[string]any
+	// Prepare replaces the load parameters with the loaded ones.
+	want := o.Workload.Params()
 	for i, tt := range o.Targets {
 		t, err := openTarget(ctx, tt)
 		if err != nil {
@@ -51,7 +53,7 @@ func runMulti(ctx context.Context, o RunOptions, outs []string) error {
 		} else if a, b := fmt.Sprint(loaded), fmt.Sprint(params); a != b {
 			return usage("target %d was loaded with %v, target 1 with %v: load every target alike", i+1, params, loaded)
 		}
-		if err := checkExplicit(ctx, t, c); err != nil {
+		if err := checkExplicit(ctx, t, c, want); err != nil {
 			return fmt.Errorf("target %d: %w", i+1, err)
 		}
 		v, err := serverVersion(ctx, t)
@@ -142,20 +144,15 @@ func runMultiOnce(ctx context.Context, ts []*opened, o RunOptions, versions []st
 			return fmt.Errorf("target %d (%s): %w", i+1, ts[i].URL, err)
 		}
 	}
+	// Each part was judged alone (a target whose every transaction failed
+	// fails the whole), and the aggregate as one.
+	for _, p := range parts {
+		p.Judge(*o.Faults.withDefaults().MaxErrorPct)
+	}
 	if head, err = result.Aggregate(o.Label, parts); err != nil {
 		return err
 	}
-	var secrets []string
-	for _, t := range ts {
-		if t.secret != "" {
-			secrets = append(secrets, t.secret)
-		}
-	}
-	if err := result.Write(o.Out, head, secrets...); err != nil {
-		return err
-	}
-	done = true
-	return reportRun(o, head, errors.Join(runErrs...))
+	return finishRun(o, head, errors.Join(runErrs...), journal, &done)
 }
 
 // barrier holds every target's start until all are connected, or lets

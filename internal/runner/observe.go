@@ -2,8 +2,9 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
 	"github.com/dbparity/dbparity/internal/collect/sqlitestat"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
 )
@@ -20,44 +22,73 @@ import (
 // observer runs the collectors of one run beside the driver: database
 // counters every interval and at the edges of the measured window, wait
 // sampling, and the disclosure and preflight before the run. Collectors
-// have their own connections, never the sessions'.
+// have their own connections, never the sessions', and every statement
+// they send has the run's statement timeout, so a server that freezes
+// costs them a gap, never the run its end. The window's edges are taken
+// on a goroutine of their own: the driver's monitor, which ends the run,
+// never waits for a database.
 type observer struct {
 	t        *opened
 	testsIO  bool // the workload tests IO: the result gets IO units
 	interval time.Duration
-	start    time.Time // the run's start, for the series' time axis
+	timeout  time.Duration // each collector statement's deadline
+	start    time.Time     // the run's start, for the series' time axis
+	journal  *result.Journal
 
-	mu        sync.Mutex // guards the statistics connection and what follows
-	pg        *pgstat.Reader
-	prev      *pgstat.Snapshot
-	winStart  *pgstat.Snapshot
-	winEnd    *pgstat.Snapshot
+	// pgMu guards the statistics connection and what follows.
+	pgMu     sync.Mutex
+	pg       *pgstat.Reader
+	prev     *pgstat.Snapshot // the series' last reading
+	ownPrev  int64
+	winStart *pgstat.Snapshot
+	winEnd   *pgstat.Snapshot
+	// The window's deltas, summed reading by reading so that a server
+	// restart (its counters reset) costs the interval it fell in, not the
+	// window: win is the sum so far, winFrom the reading it reaches, and
+	// winLost the seconds of the window left out.
+	winOpen   time.Time // when the window opened
+	win       map[string]float64
+	winFrom   *pgstat.Snapshot
+	winOwn    int64
+	winLost   float64
+	restarts  int
 	engStart  map[string]float64 // SQLite engine counters at the window's edges
 	engEnd    map[string]float64
 	engPrev   map[string]float64 // and at the last tick
 	engPrevAt time.Time
-	// The collectors' own transactions (each reading and each sample is
-	// one), at the last tick and at the window's edges, to take them out of
-	// the database's counts.
-	ownPrev, ownStart, ownEnd int64
-	series                    []result.DBInterval
-	errs                      []error
+	// The series are bounded (the journal has every point).
+	series *metrics.Bounded[result.DBInterval]
 
+	// osMu guards the OS collector, local and quick.
+	osMu           sync.Mutex
 	os             *ostat.Reader
 	osPrev         *ostat.Snapshot
 	osRunStart     *ostat.Snapshot
 	osStart, osEnd *ostat.Snapshot
-	osSeries       []ostat.Rates
+	osSeries       *metrics.Bounded[ostat.Rates]
 	warmupOtherCPU float64 // cores used by neither driver nor server during the warm-up
 	warmupMeasured bool
 
+	errMu sync.Mutex
+	errs  map[string]*collectorError
+
 	sampler    *pgstat.Sampler
-	conns      []target.Conn
+	conns      []*collectorConn
 	cancel     context.CancelFunc
 	done       sync.WaitGroup
+	edges      chan int // phases whose edge snapshot is due
+	edgesDone  chan struct{}
 	database   *result.Database
 	warnings   []string
 	statements int64 // sent by the collectors' connections
+}
+
+// collectorError is one kind of collector failure: its first message and
+// how often it happened, so that a frozen server's every tick makes one
+// warning, not hundreds.
+type collectorError struct {
+	first string
+	n     int
 }
 
 // CollectOptions set what is collected during a run.
@@ -66,10 +97,24 @@ type CollectOptions struct {
 	Interval     time.Duration // --interval: counters and the OS every interval
 	WaitInterval time.Duration // --wait-interval: session state sampling
 	DBPID        int           // --db-pid: the server's main process, when it runs on this host
+	// StatementTimeout is each collector statement's deadline (the run's
+	// --statement-timeout).
+	StatementTimeout time.Duration
+	// SeriesPoints bounds each series (0: metrics.DefaultSeriesPoints).
+	SeriesPoints int
 }
 
-func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*observer, error) {
-	ob := &observer{t: t, testsIO: testsIO, interval: o.Interval, start: time.Now()}
+// collectorStopGrace is how long the collectors' last readings may take
+// after the user interrupted the run.
+const collectorStopGrace = 2 * time.Second
+
+func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool, journal *result.Journal) (*observer, error) {
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 30 * time.Second
+	}
+	ob := &observer{t: t, testsIO: testsIO, interval: o.Interval, timeout: o.StatementTimeout, start: time.Now(),
+		journal: journal, errs: map[string]*collectorError{},
+		series: result.NewDBSeries(o.SeriesPoints), osSeries: result.NewOSSeries(o.SeriesPoints)}
 	if o.Off {
 		return ob, nil
 	}
@@ -84,9 +129,14 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*o
 		return nil, fmt.Errorf("os collector: %w", err)
 	}
 	ob.osRunStart = ob.osPrev
+	// The collectors' statements end when the run ends, or shortly after
+	// the user interrupts it: their last readings get a moment, no more.
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ob.cancel = cancel
+	context.AfterFunc(ctx, func() { time.AfterFunc(collectorStopGrace, cancel) })
 	switch t.Dialect {
 	case target.Postgres:
-		if err := ob.startPostgres(ctx, o); err != nil {
+		if err := ob.startPostgres(bg, o); err != nil {
 			ob.close()
 			return nil, err
 		}
@@ -94,14 +144,16 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*o
 		ob.engPrev, ob.engPrevAt = t.EngineCounters(), time.Now()
 		c, err := t.Connect(ctx)
 		if err != nil {
+			ob.close()
 			return nil, err
 		}
 		defer c.Close()
 		if ob.database, err = sqlitestat.Describe(ctx, c, t.Path); err != nil {
+			ob.close()
 			return nil, err
 		}
 	}
-	ob.run(ctx)
+	ob.run(bg)
 	return ob, nil
 }
 
@@ -109,7 +161,7 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool) (*o
 const collectorApp = "dbparity-collector"
 
 func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
-	c, err := ob.t.ConnectCollector(ctx, collectorApp)
+	c, err := dialCollector(ctx, ob.t, collectorApp, ob.timeout)
 	if err != nil {
 		return err
 	}
@@ -124,7 +176,7 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 	if ob.database, err = pgstat.Describe(ctx, c, ob.pg.Missing); err != nil {
 		return err
 	}
-	sc, err := ob.t.ConnectCollector(ctx, collectorApp)
+	sc, err := dialCollector(ctx, ob.t, collectorApp, ob.timeout)
 	if err != nil {
 		return err
 	}
@@ -137,7 +189,7 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 	return nil
 }
 
-// own counts the collectors' transactions so far; call with mu held.
+// own counts the collectors' transactions so far; call with pgMu held.
 func (ob *observer) own() int64 {
 	n := ob.pg.Reads()
 	if ob.sampler != nil {
@@ -146,20 +198,36 @@ func (ob *observer) own() int64 {
 	return n
 }
 
-// run starts the sampler and the interval ticker.
-func (ob *observer) run(ctx context.Context) {
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	ob.cancel = cancel
-	if ob.sampler != nil {
-		ob.done.Add(1)
-		go func() { defer ob.done.Done(); ob.sampler.Run(bg) }()
+// fail records a collector's failure under its kind.
+func (ob *observer) fail(kind string, err error) {
+	ob.errMu.Lock()
+	defer ob.errMu.Unlock()
+	if e, ok := ob.errs[kind]; ok {
+		e.n++
+		return
 	}
-	ob.done.Add(1)
-	go func() { defer ob.done.Done(); ob.tick(bg) }()
+	ob.errs[kind] = &collectorError{first: err.Error(), n: 1}
 }
 
-// tick reads the counters every interval for the series. A collector
-// that fails stops; the others go on, and the failure becomes a warning.
+// run starts the sampler, the interval ticker and the edge taker.
+func (ob *observer) run(ctx context.Context) {
+	if ob.sampler != nil {
+		ob.done.Add(1)
+		go func() { defer ob.done.Done(); ob.sampler.Run(ctx) }()
+	}
+	ob.done.Add(1)
+	go func() { defer ob.done.Done(); ob.tick(ctx) }()
+	ob.edges, ob.edgesDone = make(chan int, 2), make(chan struct{})
+	go func() {
+		defer close(ob.edgesDone)
+		for p := range ob.edges {
+			ob.edge(ctx, p)
+		}
+	}()
+}
+
+// tick reads the counters every interval for the series. A reading that
+// fails leaves a gap; the next one tries again (the connection reopens).
 func (ob *observer) tick(ctx context.Context) {
 	t := time.NewTicker(ob.interval)
 	defer t.Stop()
@@ -168,41 +236,111 @@ func (ob *observer) tick(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			ob.mu.Lock()
-			if ob.os != nil {
-				if s, err := ob.os.Read(); err != nil {
-					ob.errs = append(ob.errs, err)
-					ob.os = nil
-				} else {
-					ob.osSeries = append(ob.osSeries, busyOnly(ostat.Between(ob.osPrev, s)))
-					ob.osPrev = s
-				}
-			}
-			if eng := ob.t.EngineCounters(); eng != nil {
-				now := time.Now()
-				iv := dbInterval(deltas(ob.engPrev, eng), ob.engPrevAt, now, ob.start)
-				wal := float64(sqlitestat.WALBytes(ob.t.Path))
-				iv.WALFile = &wal
-				ob.series = append(ob.series, iv)
-				ob.engPrev, ob.engPrevAt = eng, now
-			}
-			if ob.pg != nil && ob.prev != nil {
-				if s, err := ob.pg.Read(ctx); err != nil {
-					if ctx.Err() == nil {
-						ob.errs = append(ob.errs, err)
-					}
-					ob.prev = nil
-				} else {
-					d := pgstat.Delta(ob.prev, s)
-					own := ob.own()
-					d["pg_stat_database.xact_commit"] -= float64(own - ob.ownPrev)
-					ob.series = append(ob.series, dbInterval(d, ob.prev.At, s.At, ob.start))
-					ob.prev, ob.ownPrev = s, own
-				}
-			}
-			ob.mu.Unlock()
+			ob.tickOS()
+			ob.tickDB(ctx)
 		}
 	}
+}
+
+func (ob *observer) tickOS() {
+	ob.osMu.Lock()
+	defer ob.osMu.Unlock()
+	if ob.os == nil {
+		return
+	}
+	s, err := ob.os.Read()
+	if err != nil {
+		ob.fail("os", err)
+		ob.os = nil
+		return
+	}
+	r := busyOnly(ostat.Between(ob.osPrev, s))
+	ob.osSeries.Add(r)
+	ob.osPrev = s
+	ob.record(result.JournalEntry{OS: &r})
+}
+
+func (ob *observer) tickDB(ctx context.Context) {
+	ob.pgMu.Lock()
+	defer ob.pgMu.Unlock()
+	if eng := ob.t.EngineCounters(); eng != nil {
+		now := time.Now()
+		iv := dbInterval(deltas(ob.engPrev, eng), ob.engPrevAt, now, ob.start)
+		wal := float64(sqlitestat.WALBytes(ob.t.Path))
+		iv.WALFile = &wal
+		ob.series.Add(iv)
+		ob.engPrev, ob.engPrevAt = eng, now
+		ob.record(result.JournalEntry{DB: &iv})
+	}
+	if ob.pg == nil {
+		return
+	}
+	s, err := ob.pg.Read(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			ob.fail("database", err)
+		}
+		return
+	}
+	own := ob.own()
+	if ob.prev != nil && !reset(ob.prev, s) {
+		d := pgstat.Delta(ob.prev, s)
+		// The database counted the collectors' readings and samples as
+		// transactions; they are not the workload's. A backend publishes
+		// its counts up to a second late, so an interval may not hold the
+		// collectors' yet: never below zero.
+		d["pg_stat_database.xact_commit"] = max(d["pg_stat_database.xact_commit"]-float64(own-ob.ownPrev), 0)
+		iv := dbInterval(d, ob.prev.At, s.At, ob.start)
+		ob.series.Add(iv)
+		ob.record(result.JournalEntry{DB: &iv})
+	}
+	ob.prev, ob.ownPrev = s, own
+	ob.advance(s, own)
+}
+
+// record journals a collector's point; the journal's error, if any, ends
+// the run through the driver's next tick.
+func (ob *observer) record(e result.JournalEntry) {
+	if ob.journal != nil {
+		ob.journal.Append(e)
+	}
+}
+
+// reset tells whether the server's counters went back between two
+// readings: it restarted after a crash (or someone reset them).
+func reset(a, b *pgstat.Snapshot) bool {
+	for _, k := range []string{"pg_stat_database.xact_commit", "pg_stat_database.blks_hit", "pg_stat_wal.wal_bytes"} {
+		x, okA := a.Counters[k]
+		y, okB := b.Counters[k]
+		if okA && okB && y < x {
+			return true
+		}
+	}
+	return false
+}
+
+// advance adds the reading s to the window's deltas when the window is
+// open; call with pgMu held.
+func (ob *observer) advance(s *pgstat.Snapshot, own int64) {
+	switch {
+	case ob.winOpen.IsZero() || ob.winEnd != nil:
+		return
+	case ob.winFrom == nil:
+		// The server did not answer at the window's start.
+		ob.winFrom, ob.winOwn, ob.winLost = s, own, s.At.Sub(ob.winOpen).Seconds()
+		return
+	case reset(ob.winFrom, s):
+		// What happened between the last reading and the restart is lost
+		// with the old counters.
+		ob.winLost += s.At.Sub(ob.winFrom.At).Seconds()
+		ob.restarts++
+	default:
+		for k, v := range pgstat.Delta(ob.winFrom, s) {
+			ob.win[k] += v
+		}
+		ob.win["pg_stat_database.xact_commit"] -= float64(own - ob.winOwn)
+	}
+	ob.winFrom, ob.winOwn = s, own
 }
 
 // dbInterval turns the deltas of one interval into rates; sum adds the
@@ -252,46 +390,87 @@ func deltas(a, b map[string]float64) map[string]float64 {
 	return d
 }
 
-// phase takes the window's snapshots; the driver calls it at the edges.
+// phase is the driver's call at the window's edges: it must not block,
+// so the snapshots are taken on the edge goroutine, in order.
 func (ob *observer) phase(p int, _ time.Time) {
+	if ob.edges == nil {
+		return
+	}
+	select {
+	case ob.edges <- p:
+	default: // only two edges ever come
+	}
+}
+
+// edge takes the snapshots of one edge of the window: the OS first (local,
+// at once), then the database, which may be slow to answer.
+func (ob *observer) edge(ctx context.Context, p int) {
 	switch p {
 	case driver.Measure:
 		if ob.sampler != nil {
 			ob.sampler.Count(true)
 		}
-		ob.snapshot(&ob.winStart, &ob.engStart, &ob.osStart, &ob.ownStart)
-		if ob.osStart != nil && ob.osStart.At.Sub(ob.osRunStart.At) > ob.interval/2 {
-			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, ob.osStart).OtherCPUCores
-			ob.warmupMeasured = true
+		ob.engStart = ob.t.EngineCounters()
+		ob.osMu.Lock()
+		if ob.os != nil {
+			if s, err := ob.os.Read(); err != nil {
+				ob.fail("os", err)
+			} else {
+				ob.osStart = s
+				if s.At.Sub(ob.osRunStart.At) > ob.interval/2 {
+					ob.warmupOtherCPU = ostat.Between(ob.osRunStart, s).OtherCPUCores
+					ob.warmupMeasured = true
+				}
+			}
 		}
+		ob.osMu.Unlock()
+		ob.pgMu.Lock()
+		defer ob.pgMu.Unlock()
+		ob.winOpen, ob.win = time.Now(), map[string]float64{}
+		if ob.pg == nil {
+			return
+		}
+		s, err := ob.pg.Read(ctx)
+		if err != nil {
+			ob.fail("database (window start)", err)
+			return
+		}
+		ob.winStart, ob.winFrom, ob.winOwn = s, s, ob.own()
 	case driver.Drain:
 		if ob.sampler != nil {
 			ob.sampler.Count(false)
 		}
-		ob.snapshot(&ob.winEnd, &ob.engEnd, &ob.osEnd, &ob.ownEnd)
-	}
-}
-
-func (ob *observer) snapshot(pg **pgstat.Snapshot, eng *map[string]float64, os **ostat.Snapshot, own *int64) {
-	*eng = ob.t.EngineCounters()
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	if ob.os != nil {
-		s, err := ob.os.Read()
-		if err != nil {
-			ob.errs = append(ob.errs, err)
+		ob.engEnd = ob.t.EngineCounters()
+		ob.osMu.Lock()
+		if ob.os != nil {
+			if s, err := ob.os.Read(); err != nil {
+				ob.fail("os", err)
+			} else {
+				ob.osEnd = s
+			}
 		}
-		*os = s
+		ob.osMu.Unlock()
+		ob.pgMu.Lock()
+		defer ob.pgMu.Unlock()
+		if ob.pg == nil {
+			return
+		}
+		s, err := ob.pg.Read(ctx)
+		if err != nil {
+			ob.fail("database (window end)", err)
+		} else {
+			ob.advance(s, ob.own())
+		}
+		// The window's counters end at its last reading; when that is not
+		// the edge (the server did not answer), the rest is left out.
+		if ob.winFrom != nil {
+			ob.winEnd = ob.winFrom
+			ob.winLost += time.Since(ob.winFrom.At).Seconds()
+			if err == nil {
+				ob.winLost -= time.Since(s.At).Seconds()
+			}
+		}
 	}
-	if ob.pg == nil {
-		return
-	}
-	s, err := ob.pg.Read(context.Background())
-	if err != nil {
-		ob.errs = append(ob.errs, err)
-		return
-	}
-	*pg, *own = s, ob.own()
 }
 
 // busyOnly drops the devices and interfaces that did nothing in an
@@ -320,7 +499,7 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 		return nil
 	}
 	w := ostat.Between(ob.osStart, ob.osEnd)
-	r.OS = &result.OS{Window: w, Series: ob.osSeries}
+	r.OS = &result.OS{Window: w, Series: ob.osSeries.Points()}
 	if st := r.Disclosure.Storage; st != nil && st.Device != nil {
 		r.OS.DataDevice = st.Device.Name
 		if st.Device.Parent != "" {
@@ -361,8 +540,12 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 	return d
 }
 
-// finish stops the collectors and adds what they saw to r.
+// finish stops the collectors and adds what they saw to r. The window's
+// end snapshot gets the statement timeout from the window's end to
+// arrive; a server that has not answered by then leaves the profile at its
+// last reading.
 func (ob *observer) finish(r *result.Run) error {
+	ob.stopEdges(time.Until(r.MeasureEnd.Add(ob.timeout)))
 	ob.close()
 	// The platform is disclosed in every result, collectors on or off.
 	r.Disclosure = &result.Disclosure{Host: disclose.Host(disclose.Options{}), Database: ob.database}
@@ -381,12 +564,13 @@ func (ob *observer) finish(r *result.Run) error {
 	s := r.Summarize()
 	osd := ob.osWindow(r)
 	switch {
-	case ob.winStart != nil && ob.winEnd != nil:
-		r.DBCounters = &result.Counters{Start: ob.winStart.Counters, End: ob.winEnd.Counters}
-		d := pgstat.Delta(ob.winStart, ob.winEnd)
-		// The database counted the collectors' readings and samples as
-		// transactions; they are not the workload's.
-		d["pg_stat_database.xact_commit"] -= float64(ob.ownEnd - ob.ownStart)
+	case ob.winEnd != nil:
+		start := ob.winStart
+		if start == nil {
+			start = &pgstat.Snapshot{}
+		}
+		r.DBCounters = &result.Counters{Start: start.Counters, End: ob.winEnd.Counters}
+		d := maps.Clone(ob.win)
 		for k, v := range osd {
 			d[k] = v
 		}
@@ -399,9 +583,23 @@ func (ob *observer) finish(r *result.Run) error {
 			delete(d, "pg_stat_database.blk_read_time")
 			delete(d, "pg_stat_database.blk_write_time")
 		}
+		covered := secs
+		if ob.winLost > 0.05*secs || ob.restarts > 0 {
+			covered = max(secs-ob.winLost, 0)
+			what := "the database did not answer for part of the window"
+			if ob.restarts > 0 {
+				what = fmt.Sprintf("the server restarted %d time(s) during the window and its counters were reset", ob.restarts)
+			}
+			r.Warnings = append(r.Warnings, fmt.Sprintf(
+				"%s: the database profiles cover %.1f s of the %.1f s window (the time the server was up and answering)", what, covered, secs))
+		}
 		src := "postgres " + ob.database.Version
-		lp := pgstat.LoadProfile(src, d, secs)
-		io := pgstat.IOProfile(src, d, secs, float64(ob.database.BlockSize))
+		lp := pgstat.LoadProfile(src, d, covered)
+		io := pgstat.IOProfile(src, d, covered, float64(ob.database.BlockSize))
+		if covered < secs {
+			lp.Note = fmt.Sprintf("covers %.1f s of the %.1f s window", covered, secs)
+			io.Note = lp.Note
+		}
 		r.LoadProfile, r.IOProfile = &lp, &io
 	case ob.engStart != nil && ob.engEnd != nil:
 		r.DBCounters = &result.Counters{Start: ob.engStart, End: ob.engEnd}
@@ -411,26 +609,54 @@ func (ob *observer) finish(r *result.Run) error {
 		r.LoadProfile = &lp
 		ob.database.DataBytes = sqlitestat.FileBytes(ob.t.Path)
 		ob.database.Settings["wal_file_bytes"] = fmt.Sprint(sqlitestat.WALBytes(ob.t.Path))
+	case ob.pg != nil:
+		r.Warnings = append(r.Warnings, "the database did not answer during the measured window: no load or IO profile")
 	}
 	if ob.sampler != nil {
 		w, err := ob.sampler.Result()
 		r.Waits = w
 		if err != nil {
-			ob.errs = append(ob.errs, err)
+			ob.fail("waits", err)
+		}
+		if n := ob.sampler.Missed(); n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf(
+				"%d wait samples of the window failed (the database did not answer): the waits describe the rest", n))
 		}
 	}
-	r.DBSeries = ob.series
+	r.DBSeries = ob.series.Points()
 	r.CollectorStatements = ob.statements
 	if ob.testsIO {
 		r.IO = r.ComputeIOUnits()
 	}
-	if len(ob.errs) > 0 {
-		r.Warnings = append(r.Warnings, "collector: "+errors.Join(ob.errs...).Error())
+	for _, kind := range slices.Sorted(maps.Keys(ob.errs)) {
+		e := ob.errs[kind]
+		times := ""
+		if e.n > 1 {
+			times = fmt.Sprintf(" (%d times)", e.n)
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("collector (%s): %s%s", kind, e.first, times))
 	}
 	return nil
 }
 
+// stopEdges waits for the window's edge snapshots, at most wait; then the
+// collectors' statements are cancelled and the edges taken as they are.
+func (ob *observer) stopEdges(wait time.Duration) {
+	if ob.edges == nil {
+		return
+	}
+	close(ob.edges)
+	ob.edges = nil
+	select {
+	case <-ob.edgesDone:
+	case <-time.After(wait):
+		ob.cancel()
+		<-ob.edgesDone
+	}
+}
+
 func (ob *observer) close() {
+	ob.stopEdges(0)
 	if ob.cancel != nil {
 		ob.cancel()
 		ob.done.Wait()

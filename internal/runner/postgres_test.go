@@ -40,11 +40,12 @@ func managedTarget(t *testing.T) Target {
 }
 
 // managedServer starts a cluster the test holds for its whole length and
-// returns a plain target on it (commands then do not start and stop it).
-func managedServer(t *testing.T) (Target, *managed.Instance) {
+// returns a plain target on it (commands then do not start and stop it);
+// settings are added to the test profile.
+func managedServer(t *testing.T, settings ...string) (Target, *managed.Instance) {
 	t.Helper()
 	tg := managedTarget(t)
-	inst, err := managed.Start(context.Background(), managed.Options{DataDir: tg.PGData, Settings: tg.PGSet})
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: tg.PGData, Settings: append(tg.PGSet, settings...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if o.Collect.WaitInterval <= 0 {
 		o.Collect.WaitInterval = 100 * time.Millisecond
 	}
-	ob, err := observe(ctx, t, o.Collect, false)
+	ob, err := observe(ctx, t, o.Collect, false, journal)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		Started:    func(at time.Time) { ob.phase(driver.Measure, at) },
 		Stopped:    func(at time.Time) { ob.phase(driver.Drain, at) },
 		Progress:   func(s replay.Progress) { p.show(replayStatus(o.Label, s)) },
-		OnInterval: func(iv metrics.Interval) { journal.Append(iv) },
+		OnInterval: func(iv metrics.Interval) { journal.Append(result.JournalEntry{Interval: &iv}) },
 	})
 	p.clear()
 	if res == nil {
@@ -129,7 +129,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if err := ob.finish(r); err != nil {
 		return err
 	}
-	if err := result.Write(o.Out, r, t.secret); err != nil {
+	if err := result.Write(o.Out, r); err != nil {
 		return err
 	}
 	done = true

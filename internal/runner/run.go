@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/driver"
-	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
@@ -42,7 +42,11 @@ type RunOptions struct {
 	Command []string
 	// StopGrace overrides how long sessions may finish after a stop.
 	StopGrace time.Duration
-	Collect   CollectOptions
+	Faults
+	Collect CollectOptions
+	// SeriesPoints bounds the series in the result (0: the default,
+	// metrics.DefaultSeriesPoints); tests and benchmarks set it.
+	SeriesPoints int
 	// Repeat runs the measurement this many times (loading at most once),
 	// writing OUT-1.json ... OUT-N.json.
 	Repeat int
@@ -52,6 +56,46 @@ type RunOptions struct {
 	// sessions) into one result: the aggregate, with a part per target.
 	// Common.Target is then unused.
 	Targets []Target
+}
+
+// Faults are the limits that end a run that cannot be trusted.
+type Faults struct {
+	// StatementTimeout bounds how long any statement (of the sessions or
+	// the collectors) or connection attempt waits for the server.
+	StatementTimeout time.Duration
+	// AbortAfter ends a run in which nothing committed for this long while
+	// transactions failed.
+	AbortAfter time.Duration
+	// MaxErrorPct fails a run whose measured window had more failed
+	// transactions than this percentage (nil: result.DefaultMaxErrorPct).
+	MaxErrorPct *float64
+}
+
+// withDefaults fills what was not set.
+func (f Faults) withDefaults() Faults {
+	if f.StatementTimeout <= 0 {
+		f.StatementTimeout = 30 * time.Second
+	}
+	if f.AbortAfter <= 0 {
+		f.AbortAfter = 10 * time.Second
+	}
+	if f.MaxErrorPct == nil {
+		pct := result.DefaultMaxErrorPct
+		f.MaxErrorPct = &pct
+	}
+	return f
+}
+
+func (f Faults) validate() error {
+	switch {
+	case f.StatementTimeout < 0:
+		return usage("--statement-timeout %s: must be positive (for example 30s)", f.StatementTimeout)
+	case f.AbortAfter < 0:
+		return usage("--abort-after %s: must be positive (for example 10s)", f.AbortAfter)
+	case f.MaxErrorPct != nil && (*f.MaxErrorPct < 0 || *f.MaxErrorPct > 100):
+		return usage("--max-error-pct %g: must be between 0 and 100", *f.MaxErrorPct)
+	}
+	return nil
 }
 
 // outs returns the result files of the run or of each repetition.
@@ -78,8 +122,17 @@ func (o *RunOptions) validate() error {
 		return usage("--duration %s: must be positive (for example 60s or 10m)", o.Duration)
 	case o.Warmup < 0:
 		return usage("--warmup %s: must not be negative", o.Warmup)
+	// 0 is the default (1s and 100ms): the command line refuses a 0 given
+	// as a flag before it gets here.
+	case o.Collect.Interval < 0:
+		return usage("--interval %s: must be above 0 (for example 1s)", o.Collect.Interval)
+	case o.Collect.WaitInterval < 0:
+		return usage("--wait-interval %s: must be above 0 (for example 100ms)", o.Collect.WaitInterval)
 	case strings.TrimSpace(o.Label) == "":
 		return usage("--label is empty: name the platform (for example native or vm)")
+	}
+	if err := o.Faults.validate(); err != nil {
+		return err
 	}
 	return o.Workload.Validate()
 }
@@ -117,6 +170,8 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer t.close()
 
+	// Prepare replaces the load parameters with the loaded ones.
+	want := o.Workload.Params()
 	if notLoaded, err := prepare(ctx, t, o.Workload, true); notLoaded && o.Load {
 		if err := load(ctx, t, o.Common, o.LoadWorkers); err != nil {
 			return err
@@ -127,7 +182,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	} else if err != nil {
 		return err
 	}
-	if err := checkExplicit(ctx, t, o.Common); err != nil {
+	if err := checkExplicit(ctx, t, o.Common, want); err != nil {
 		return err
 	}
 	if o.Users, err = sessions(o); err != nil {
@@ -173,24 +228,47 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 			p.show(fmt.Sprintf("%s %s/%s  %-7s  %8.1f tps  p95 %7.2f ms  errors %d", o.Label,
 				s.Elapsed.Round(time.Second), total, s.Phase, s.TPS, float64(s.P95)/1e6, s.Errors))
 		},
-		interval: func(iv metrics.Interval) { journal.Append(iv) },
+		journal: journal,
 	})
 	p.clear()
 	if err != nil {
 		done = r == nil
 		return err
 	}
-	if err := result.Write(o.Out, r, t.secret); err != nil {
+	return finishRun(o, r, runErr, journal, &done)
+}
+
+// finishRun judges a measured run, writes its result and reports it.
+// When the result cannot be written the journal is kept: it holds the run.
+func finishRun(o RunOptions, r *result.Run, runErr error, journal *result.Journal, done *bool) error {
+	r.Judge(*o.Faults.withDefaults().MaxErrorPct)
+	if journal != nil && journal.Err() == nil && merged(r) {
+		// The result's series were merged down: the journal keeps them all.
+		if err := journal.KeepSeries(o.Out); err != nil {
+			fmt.Fprintf(o.Stderr, "dbparity: %v (the result's series are merged, %d s a point)\n", err, r.Driver.SeriesStep)
+		} else {
+			r.SeriesFile = filepath.Base(result.SeriesPath(o.Out))
+		}
+	}
+	if err := result.Write(o.Out, r); err != nil {
+		if journal != nil {
+			return fmt.Errorf("%w; %s holds the run (to its last whole line): make room, then run dbparity recover %s",
+				err, result.JournalPath(o.Out), result.JournalPath(o.Out))
+		}
 		return err
 	}
-	done = true
+	*done = true
 	return reportRun(o, r, runErr)
 }
+
+// merged tells whether the run's series were merged down to stay small.
+func merged(r *result.Run) bool { return r.Driver.SeriesStep > 1 }
 
 // hooks are what drive calls back during a run.
 type hooks struct {
 	progress func(driver.Status)
-	interval func(metrics.Interval)
+	// journal, if set, receives the series and checkpoints as they come.
+	journal *result.Journal
 	// ready, if set, holds the start until every target is connected.
 	ready func(context.Context) error
 }
@@ -206,7 +284,9 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	if o.Collect.WaitInterval <= 0 {
 		o.Collect.WaitInterval = 100 * time.Millisecond
 	}
-	ob, err := observe(ctx, t, o.Collect, o.Workload.Meta().TestsIO)
+	f := o.Faults.withDefaults()
+	o.Collect.StatementTimeout, o.Collect.SeriesPoints = f.StatementTimeout, o.SeriesPoints
+	ob, err := observe(ctx, t, o.Collect, o.Workload.Meta().TestsIO, h.journal)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,15 +295,23 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	if o.Warmup == 0 {
 		r.Warnings = append(r.Warnings, "no warm-up: the measured window starts with cold caches and connections")
 	}
+	types := w.TxTypes()
+	var onInterval func(driver.Tick) error
+	if h.journal != nil {
+		onInterval = func(tk driver.Tick) error { return journalTick(h.journal, types, tk, o.Stderr) }
+	}
 	res, runErr := driver.Run(ctx, driver.Config{
-		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: w.TxTypes(),
-		NewWorker:  func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
-		Connect:    t.Connect,
-		StopGrace:  o.StopGrace,
-		Progress:   h.progress,
-		OnInterval: h.interval,
-		OnPhase:    ob.phase,
-		Ready:      h.ready,
+		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: types,
+		NewWorker:        func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
+		Connect:          t.Connect,
+		StopGrace:        o.StopGrace,
+		StatementTimeout: f.StatementTimeout,
+		AbortAfter:       f.AbortAfter,
+		SeriesPoints:     o.SeriesPoints,
+		Progress:         h.progress,
+		OnInterval:       onInterval,
+		OnPhase:          ob.phase,
+		Ready:            h.ready,
 	})
 	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
 		if res == nil {
@@ -231,13 +319,34 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		}
 		return r, nil, runErr
 	}
-	if err := measure(r, w.TxTypes(), res); err != nil {
+	if err := measure(r, types, res); err != nil {
 		return nil, nil, err
 	}
 	if err := ob.finish(r); err != nil {
 		return nil, nil, err
 	}
 	return r, runErr, nil
+}
+
+// journalTick writes one tick of the driver to the journal. The first
+// write error is printed at once; returned, it ends the run.
+func journalTick(j *result.Journal, types []string, tk driver.Tick, stderr io.Writer) error {
+	iv := tk.Interval
+	counts := make([]result.TypeCounts, len(tk.Types))
+	for i, c := range tk.Types {
+		counts[i] = result.TypeCounts(c)
+	}
+	err := j.Append(result.JournalEntry{Interval: &iv, Types: counts})
+	if err == nil && tk.Checkpoint != nil {
+		cp := &result.Run{}
+		if err = measure(cp, types, tk.Checkpoint); err == nil {
+			err = j.Append(result.JournalEntry{Checkpoint: cp})
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "\ndbparity: %v: ending the run\n", err)
+	}
+	return err
 }
 
 // reportRun prints a written result and turns how the run ended into the
@@ -247,14 +356,13 @@ func reportRun(o RunOptions, r *result.Run, runErr error) error {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "\nresult written to %s\n", o.Out)
-	s := r.Summarize()
 	switch {
 	case errors.Is(runErr, driver.ErrInterrupted):
 		return fmt.Errorf("run %w: partial result written to %s", ErrInterrupted, o.Out)
+	case r.Failed:
+		return fmt.Errorf("run failed: %s (result written to %s, marked failed)", r.FailedReason, o.Out)
 	case r.Partial:
 		return fmt.Errorf("run %s: %s (first error: %s)", r.PartialReason, o.Out, firstError(r))
-	case s.Commits == 0 && s.Errors > 0:
-		return fmt.Errorf("run failed: no transaction committed, %d errors (first: %s)", s.Errors, firstError(r))
 	}
 	return nil
 }
@@ -325,10 +433,20 @@ func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 // measure adds what the driver measured to r.
 func measure(r *result.Run, types []string, res *driver.Result) error {
 	r.Partial, r.PartialReason = res.Partial, res.Reason
+	if res.Aborted {
+		r.Failed, r.FailedReason = true, strings.TrimPrefix(res.Reason, "aborted: ")
+	}
 	r.Start, r.End, r.MeasureStart, r.MeasureEnd = res.Start, res.End, res.MeasureStart, res.MeasureEnd
+	r.Events = nil
+	for _, e := range res.Events {
+		r.Events = append(r.Events, result.Event(e))
+	}
 	r.Driver.Reconnects = res.Reconnects
 	r.Driver.CPUUserS, r.Driver.CPUSysS = res.MeasureCPU.User.Seconds(), res.MeasureCPU.Sys.Seconds()
 	r.Driver.TotalCPUS = res.TotalCPU.Total().Seconds()
+	if res.SeriesStep > 1 {
+		r.Driver.SeriesStep = res.SeriesStep
+	}
 	measured := res.Phases[driver.Measure]
 	r.Errors, r.Statements, r.ErrorSamples, r.Series = measured.Classes, measured.Statements, res.FirstErrors, res.Series
 	for i, name := range types {

@@ -7,11 +7,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,7 +74,6 @@ type Common struct {
 type opened struct {
 	*target.Target
 	managed *managed.Instance
-	secret  string // password in the URL, kept only to make sure it is never written
 }
 
 func (o *opened) close() {
@@ -98,7 +97,7 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		if err != nil {
 			return nil, UsageError{err}
 		}
-		return &opened{Target: tg, secret: urlPassword(t.URL)}, nil
+		return &opened{Target: tg}, nil
 	}
 	kind, version, _ := strings.Cut(t.Managed, "@")
 	if kind != "postgres" {
@@ -172,15 +171,6 @@ func (o *opened) localDataDir() string {
 	return ""
 }
 
-func urlPassword(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return ""
-	}
-	p, _ := u.User.Password()
-	return p
-}
-
 // prepare connects and reads the workload's loaded state; notLoaded is set
 // when the schema is missing. orLoad adds run's --load to the advice.
 func prepare(ctx context.Context, o *opened, w workload.Workload, orLoad bool) (notLoaded bool, err error) {
@@ -209,10 +199,20 @@ func prepare(ctx context.Context, o *opened, w workload.Workload, orLoad bool) (
 	return false, err
 }
 
-// checkExplicit refuses workload flags that contradict what is loaded:
-// a run always measures the data that is really there.
-func checkExplicit(ctx context.Context, o *opened, c Common) error {
-	if len(c.Explicit) == 0 {
+// checkExplicit refuses load parameters given on the command line that
+// contradict what is loaded: a run always measures the data that is
+// really there, and says so rather than quietly running on other data.
+// want is the workload's parameters as the flags set them, taken before
+// Prepare replaced the load parameters with the loaded values.
+func checkExplicit(ctx context.Context, o *opened, c Common, want map[string]any) error {
+	m := c.Workload.Meta()
+	var given []string
+	for _, key := range m.LoadParams {
+		if slices.Contains(c.Explicit, strings.ReplaceAll(key, "_", "-")) {
+			given = append(given, key)
+		}
+	}
+	if len(given) == 0 {
 		return nil
 	}
 	conn, err := o.Connect(ctx)
@@ -220,23 +220,33 @@ func checkExplicit(ctx context.Context, o *opened, c Common) error {
 		return err
 	}
 	defer conn.Close()
-	m, err := workload.ReadMeta(ctx, conn, o.Dialect, c.Workload.Meta().Name)
+	loaded, err := workload.ReadMeta(ctx, conn, o.Dialect, m.Name)
 	if err != nil {
 		return err
 	}
-	want := c.Workload.Params()
-	for _, flagName := range c.Explicit {
-		key := strings.ReplaceAll(flagName, "-", "_")
-		loaded, ok := m.Params[key]
-		if !ok || !slices.Contains(c.Workload.Meta().LoadParams, key) {
+	for _, key := range given {
+		v, ok := loaded.Params[key]
+		if !ok { // an incomplete record: Prepare has refused it already
 			continue
 		}
-		if fmt.Sprint(loaded) != fmt.Sprint(want[key]) {
-			return usage("--%s %v, but %s was loaded with %v: run `dbparity load` with the new value, or drop the flag",
-				flagName, want[key], c.Workload.Meta().Name, loaded)
+		if asked, was := jsonValue(want[key]), jsonValue(v); asked != was {
+			flagName := strings.ReplaceAll(key, "_", "-")
+			return usage("--%s %s, but %s in %s is loaded with %s %s: run `dbparity load --workload %s --%s %s` first, or drop --%s to run on what is loaded",
+				flagName, asked, m.Name, o.URL, key, was, m.Name, flagName, asked, flagName)
 		}
 	}
 	return nil
+}
+
+// jsonValue is v as the load record stores it, so that the int a flag
+// sets and the float64 JSON reads back compare equal (and 1000000 is not
+// printed 1e+06).
+func jsonValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.Trim(string(b), `"`)
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -6,15 +6,36 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func openPostgres(raw string) (*Target, error) {
-	cfg, err := pgx.ParseConfig(raw)
+	shown := Redact(raw)
+	connString := raw
+	var p parsed
+	if formOf(raw) == formPostgresURL {
+		p = parsePostgresURL(raw)
+		// pgx knows the scheme in lower case only.
+		at := strings.Index(raw, "://")
+		connString = strings.ToLower(raw[:at]) + raw[at:]
+	} else if m := schemePrefix.FindString(raw); m != "" {
+		// Without // nothing tells a password from a host: only the
+		// scheme is shown.
+		return nil, fmt.Errorf("target %s...: write %s//USER@HOST:PORT/DB", m, m)
+	} else {
+		p = scanKeywordValue(raw)
+	}
+	// Our own parse names a syntax problem: the driver's message would
+	// quote the part it could not read, which may be a mislaid password.
+	if p.problem != "" {
+		return nil, fmt.Errorf("target %q: %s", shown, p.problem)
+	}
+	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
-		return nil, fmt.Errorf("target %q: %s", Redact(raw), oneLine(err))
+		return nil, fmt.Errorf("target %q: %s", shown, parseConfigProblem(err))
 	}
 	if _, set := cfg.RuntimeParams["application_name"]; !set {
 		cfg.RuntimeParams["application_name"] = "dbparity"
@@ -22,7 +43,7 @@ func openPostgres(raw string) (*Target, error) {
 	// Prepared once per connection, then executed with the binary protocol:
 	// the cheapest way for the driver to send the same statements again.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	t := &Target{Dialect: Postgres, URL: Redact(raw), pgConfig: cfg}
+	t := &Target{Dialect: Postgres, URL: shown, pgConfig: cfg}
 	t.connect = func(ctx context.Context, app string) (Conn, error) {
 		cc := cfg.Copy()
 		if app != "" {
@@ -46,8 +67,35 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
+// parseConfigProblem is what pgx found wrong with a connection string that
+// our own parse accepted (an sslmode, a port range, a service file), without
+// the connection string that pgx's message quotes: its masking is a
+// pattern search that misses, for one, "password = x" with spaces.
+func parseConfigProblem(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return "not a valid connection string"
+	}
+	// The message is "cannot parse `CONNSTRING`: PROBLEM": what follows
+	// the last "`: " comes after the connection string whatever it holds.
+	msg := pe.Error()
+	i := strings.LastIndex(msg, "`: ")
+	if i < 0 {
+		return "not a valid connection string"
+	}
+	problem := msg[i+len("`: "):]
+	if strings.HasPrefix(problem, "failed to parse as") {
+		// A syntax error that our parse missed: the detail could quote
+		// any part of the string.
+		return "not a valid connection string"
+	}
+	return strings.Join(strings.Fields(problem), " ")
+}
+
 // connectMessage reduces pgx's report of every address and TLS attempt to
-// the one reason that matters, with what to check.
+// the one reason that matters, with what to check. It is built from the
+// error's parts (the server's message, the address), never from the
+// connection string.
 func connectMessage(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -57,22 +105,30 @@ func connectMessage(err error) string {
 	if errors.As(err, &oe) {
 		return oe.Error() + ": is the server running, and are the host, port or socket directory right?"
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// Drop pgx's "failed to connect to `user=U database=D`:": the
+		// caller names the target.
+		if inner := errors.Unwrap(ce); inner != nil {
+			return oneLine(inner)
+		}
+	}
 	return oneLine(err)
 }
 
 type pgConn struct {
 	c     *pgx.Conn
-	stmts int64
+	stmts atomic.Int64 // read by the driver's watchdog while a statement runs
 }
 
 func (p *pgConn) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	p.stmts++
+	p.stmts.Add(1)
 	tag, err := p.c.Exec(ctx, sql, args...)
 	return tag.RowsAffected(), err
 }
 
 func (p *pgConn) Query(ctx context.Context, sql string, args ...any) (Rows, error) {
-	p.stmts++
+	p.stmts.Add(1)
 	r, err := p.c.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -81,34 +137,34 @@ func (p *pgConn) Query(ctx context.Context, sql string, args ...any) (Rows, erro
 }
 
 func (p *pgConn) QueryRow(ctx context.Context, sql string, args ...any) Row {
-	p.stmts++
+	p.stmts.Add(1)
 	return pgRow{p.c.QueryRow(ctx, sql, args...)}
 }
 
 func (p *pgConn) Begin(ctx context.Context, _ TxMode) error {
-	p.stmts++
+	p.stmts.Add(1)
 	_, err := p.c.Exec(ctx, "BEGIN")
 	return err
 }
 
 func (p *pgConn) Commit(ctx context.Context) error {
-	p.stmts++
+	p.stmts.Add(1)
 	_, err := p.c.Exec(ctx, "COMMIT")
 	return err
 }
 
 func (p *pgConn) Rollback(ctx context.Context) error {
-	p.stmts++
+	p.stmts.Add(1)
 	_, err := p.c.Exec(ctx, "ROLLBACK")
 	return err
 }
 
 func (p *pgConn) CopyFrom(ctx context.Context, table string, cols []string, rows [][]any) (int64, error) {
-	p.stmts++
+	p.stmts.Add(1)
 	return p.c.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
 }
 
-func (p *pgConn) Statements() int64 { return p.stmts }
+func (p *pgConn) Statements() int64 { return p.stmts.Load() }
 func (p *pgConn) Lost() bool        { return p.c.IsClosed() }
 func (p *pgConn) Close() error      { return p.c.Close(context.Background()) }
 

@@ -28,11 +28,11 @@ func openSQLite(raw string) (*Target, error) {
 	rest = strings.TrimPrefix(rest, "//")
 	path, rawQuery, _ := strings.Cut(rest, "?")
 	if path == "" {
-		return nil, fmt.Errorf("target %q has no file path: use sqlite://PATH (sqlite:///abs/path or sqlite://rel/path)", raw)
+		return nil, fmt.Errorf("target %q has no file path: use sqlite://PATH (sqlite:///abs/path or sqlite://rel/path)", Redact(raw))
 	}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return nil, fmt.Errorf("target %q: bad query string: %v", raw, err)
+		return nil, fmt.Errorf("target %q: bad query string: fix its %%-escapes", Redact(raw))
 	}
 	for _, d := range sqliteDefaults {
 		if q.Get(d[0]) == "" {
@@ -41,12 +41,16 @@ func openSQLite(raw string) (*Target, error) {
 	}
 	settings := map[string]string{}
 	for k, v := range q {
-		settings[k] = strings.Join(v, ",")
+		// SQLite has no password; a parameter that says it is one is
+		// not disclosed all the same.
+		if !strings.Contains(strings.ToLower(k), "password") {
+			settings[k] = strings.Join(v, ",")
+		}
 	}
 	dsn := "file:" + path + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("target %q: %v", raw, err)
+		return nil, fmt.Errorf("target %q: %v", Redact(raw), err)
 	}
 	t := &Target{Dialect: SQLite, URL: "sqlite://" + path, Path: path, Settings: settings, close: db.Close}
 	writer := &sync.Mutex{}
@@ -76,7 +80,7 @@ func openSQLite(raw string) (*Target, error) {
 type sqliteConn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
-	n     int64
+	n     atomic.Int64 // read by the driver's watchdog while a statement runs
 	// writer is shared by the target's connections. SQLite has one writer
 	// at a time, and a writer that finds the lock taken sleeps and polls
 	// (the busy timeout), which adds sleeps of up to 100 ms to the latency
@@ -126,7 +130,7 @@ func rebindNumbered(q string) string {
 }
 
 func (s *sqliteConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	s.n++
+	s.n.Add(1)
 	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return 0, err
@@ -139,7 +143,7 @@ func (s *sqliteConn) Exec(ctx context.Context, query string, args ...any) (int64
 }
 
 func (s *sqliteConn) Query(ctx context.Context, query string, args ...any) (Rows, error) {
-	s.n++
+	s.n.Add(1)
 	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -152,7 +156,7 @@ func (s *sqliteConn) Query(ctx context.Context, query string, args ...any) (Rows
 }
 
 func (s *sqliteConn) QueryRow(ctx context.Context, query string, args ...any) Row {
-	s.n++
+	s.n.Add(1)
 	st, err := s.stmt(ctx, query)
 	if err != nil {
 		return errRow{err}
@@ -277,7 +281,7 @@ func insertValues(table string, cols []string, nrows int) string {
 	return b.String()
 }
 
-func (s *sqliteConn) Statements() int64 { return s.n }
+func (s *sqliteConn) Statements() int64 { return s.n.Load() }
 func (s *sqliteConn) Lost() bool        { return false }
 
 func (s *sqliteConn) Close() error {

@@ -2,13 +2,18 @@
 // dialects (postgres, sqlite) and the narrow connection interface that
 // workloads use. It never knows about workloads, runs or results; managed
 // (throw-away) servers live in the subpackage managed.
+//
+// Passwords stop here: Target.URL and every error show the target with its
+// passwords masked by structure (see Redact), and only the driver's parsed
+// configuration holds them. A PostgreSQL password may also come from
+// PGPASSWORD or the password file (~/.pgpass, PGPASSFILE); the driver reads
+// those when it connects, and nothing of dbparity stores or prints them.
 package target
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -119,10 +124,15 @@ func (t *Target) EngineCounters() map[string]float64 {
 	return t.counters()
 }
 
-// Open parses a target URL. An empty URL means DefaultURL.
+// Open parses a target: a URL, or a PostgreSQL keyword/value string
+// (host=/var/run/postgresql user=bench dbname=bench). An empty string
+// means DefaultURL. Its errors show the target redacted.
 func Open(raw string) (*Target, error) {
 	if raw == "" {
 		raw = DefaultURL
+	}
+	if isKeywordValue(raw) {
+		return openPostgres(raw)
 	}
 	scheme, _, ok := strings.Cut(raw, ":")
 	if !ok {
@@ -169,39 +179,6 @@ func (t *Target) Close() error {
 		return nil
 	}
 	return t.close()
-}
-
-// Redact removes passwords from a URL-like string so it can be printed or
-// stored. Strings that are not URLs are returned unchanged.
-func Redact(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		// Unparseable but URL-shaped: drop everything between :// and @ to be safe.
-		if i, j := strings.Index(s, "://"), strings.LastIndex(s, "@"); j > i+3 {
-			return s[:i+3] + "xxxxx" + s[j:]
-		}
-		return s
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	q := u.Query()
-	changed := false
-	for k := range q {
-		if strings.Contains(strings.ToLower(k), "password") {
-			q.Set(k, "xxxxx")
-			changed = true
-		}
-	}
-	if changed {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // TableExists reports whether a table of that name is in the connection's

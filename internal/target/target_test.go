@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -21,7 +22,11 @@ func TestOpen(t *testing.T) {
 		{"sqlite://rel/x.db?_synchronous=NORMAL", SQLite, "sqlite://rel/x.db"},
 		{"postgres://bench@db1:5432/bench", Postgres, "postgres://bench@db1:5432/bench"},
 		{"postgresql://bench:s3cret@db1/bench", Postgres, "postgresql://bench:xxxxx@db1/bench"},
-		{"postgres://bench@/bench?host=/var/run/postgresql&password=s3cret", Postgres, "postgres://bench@/bench?host=%2Fvar%2Frun%2Fpostgresql&password=xxxxx"},
+		{"postgres://bench@/bench?host=/var/run/postgresql&password=s3cret", Postgres, "postgres://bench@/bench?host=/var/run/postgresql&password=xxxxx"},
+		{"host=/var/run/postgresql user=bench password=s3cret dbname=bench", Postgres, "host=/var/run/postgresql user=bench password=xxxxx dbname=bench"},
+		{"  dbname=bench password = 'a b\\' c'", Postgres, "  dbname=bench password = 'xxxxx'"},
+		{"POSTGRESQL://bench:s3cret@db1/bench", Postgres, "POSTGRESQL://bench:xxxxx@db1/bench"},
+		{"file:rel/x.db", SQLite, "sqlite://rel/x.db"},
 	} {
 		tg, err := Open(tc.url)
 		if err != nil {
@@ -44,6 +49,122 @@ func TestOpenErrors(t *testing.T) {
 		}
 		if msg := err.Error(); strings.Contains(msg, "\n") || strings.Contains(msg, ":pw@") {
 			t.Errorf("Open(%q): error %q is not one safe line", u, msg)
+		}
+	}
+}
+
+// Targets the driver cannot read are refused with the problem named and
+// the target shown redacted: neither pgx's message (which quotes the part
+// it could not read) nor the input reaches the error. hunter2 and its
+// halves are the password, or where a mistyped password lands.
+func TestOpenErrorsHidePasswords(t *testing.T) {
+	for _, tc := range []struct{ target, shown, problem string }{
+		{"postgres://u:hunter2@h:99999999/db", "postgres://u:xxxxx@h:99999999/db", "port is out of range"},
+		{"postgres://u:hunter2@h:notaport/db", "postgres://u:xxxxx@h:xxxxx/db", "port is not a number"},
+		{"postgres://u:hun%zzter2@h/db", "postgres://u:xxxxx@h/db", "percent escape"},
+		{"postgres://u:hun ter2@h/db", "postgres://u:xxxxx@h/db", "space"},
+		{"postgres://u:hun/ter2@h/db", "postgres://xxxxx@h/db", "percent-encode @ as %40 and / as %2F"},
+		{"postgres://u:hun@ter2@h/db", "postgres://xxxxx@h/db", "percent-encode @ as %40"},
+		{"postgres://u:hun:ter2/x@h:5432/db", "postgres://xxxxx@h:5432/db", "percent-encode"},
+		{"postgres://u@h/db?password=hun&ter2&sslmode=disable", "postgres://u@h/db?password=xxxxx&sslmode=disable", "has no \"=\""},
+		{"postgres://u@h/db?password=hun=ter2", "postgres://u@h/db?password=xxxxx", "two \"=\""},
+		{"postgres://u@h/db?sslpassword=hun%zzter2", "postgres://u@h/db?sslpassword=xxxxx", "percent escape"},
+		{"host=/tmp user=u password=hunter2 dbname=d port=99999999", "host=/tmp user=u password=xxxxx dbname=d port=99999999", "invalid port"},
+		{"host=/tmp user=u password = 'hunter2", "host=/tmp user=u password = 'xxxxx", "no closing quote"},
+		{"host=/tmp user=u password=hun ter2 dbname=d", "host=/tmp user=u password=xxxxx xxxxx dbname=d", "quote a value"},
+		{"host=/tmp user=u password=hun ter2", "host=/tmp user=u password=xxxxx xxxxx", "quote a value"},
+		{"host=h password=hunter2 sslmode=sometimes", "host=h password=xxxxx sslmode=sometimes", "sslmode"},
+		{"host=/tmp password=hunter2 = x", "host=/tmp password=xxxxx = x", "without a keyword"},
+	} {
+		_, err := Open(tc.target)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", tc.target)
+			continue
+		}
+		msg := err.Error()
+		want := fmt.Sprintf("target %q: ", tc.shown)
+		if !strings.HasPrefix(msg, want) || !strings.Contains(msg, tc.problem) || strings.Contains(msg, "\n") {
+			t.Errorf("Open(%q): %q, want one line %s... naming %q", tc.target, msg, want, tc.problem)
+		}
+		for _, part := range []string{"hunter2", "hun", "ter2"} {
+			if strings.Contains(msg, part) {
+				t.Errorf("Open(%q): %q shows %q", tc.target, msg, part)
+			}
+		}
+	}
+	// A postgres: target without // has no structure to mask by: only its
+	// scheme is shown.
+	_, err := Open("postgres:u:hunter2@h/db?password=hunter2")
+	if err == nil || err.Error() != "target postgres:...: write postgres://USER@HOST:PORT/DB" {
+		t.Errorf("postgres: without //: %v", err)
+	}
+}
+
+// Redaction masks the password's position, so a password that equals the
+// user, the database, "postgres" or "1" is masked there and nowhere else.
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		// URL: user info and password parameters.
+		{"postgres://bench:bench@db1/bench", "postgres://bench:xxxxx@db1/bench"},
+		{"postgres://postgres:postgres@/postgres?host=/tmp", "postgres://postgres:xxxxx@/postgres?host=/tmp"},
+		{"postgres://u1:1@h:1/d1?connect_timeout=1", "postgres://u1:xxxxx@h:1/d1?connect_timeout=1"},
+		{"postgres://app:@h/app", "postgres://app:xxxxx@h/app"},
+		{"postgres://app@h/app?password=app&sslmode=disable", "postgres://app@h/app?password=xxxxx&sslmode=disable"},
+		{"postgres://app@h/app?pass%77ord=app&sslpassword=k&db_password=z", "postgres://app@h/app?pass%77ord=xxxxx&sslpassword=xxxxx&db_password=xxxxx"},
+		{"postgresql://u:p%40ss@[::1]:5432,h2/db", "postgresql://u:xxxxx@[::1]:5432,h2/db"},
+		{"postgres://u:pa?ss@h/db", "postgres://u:xxxxx@h/db"},
+		{"postgres://u:p@h/db?options=-c%20x@y", "postgres://u:xxxxx@h/db?options=-c%20x@y"},
+		{"postgres://db1/bench", "postgres://db1/bench"},
+		{"sqlite://u:secret@h/x.db?password=1", "sqlite://u:xxxxx@h/x.db?password=xxxxx"},
+		{"sqlite:///tmp/x.db", "sqlite:///tmp/x.db"},
+		// Keyword/value: quotes, escapes, spacing.
+		{"host=/tmp user=u password=u dbname=u", "host=/tmp user=u password=xxxxx dbname=u"},
+		{"host=/tmp user=u password='a b' dbname=d", "host=/tmp user=u password='xxxxx' dbname=d"},
+		{`password='it\'s' user=1`, `password='xxxxx' user=1`},
+		{`password='it's' user=1`, `password='xxxxx'xxxxx user=1`},
+		{`password=a\ b user=u`, `password=xxxxx user=u`},
+		{"password = 1\tdbname =1", "password = xxxxx\tdbname =1"},
+		{"password= dbname=d", "password= xxxxx"},
+		{"password=", "password="},
+		{"sslpassword=k password=postgres user=postgres", "sslpassword=xxxxx password=xxxxx user=postgres"},
+		{"password_encryption=md5", "password_encryption=md5"},
+		{"dbname=postgres", "dbname=postgres"},
+		// Neither: unchanged.
+		{"run", "run"},
+		{"--label", "--label"},
+		{"results/native.json", "results/native.json"},
+		{"", ""},
+	} {
+		got := Redact(tc.in)
+		if got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if again := Redact(got); again != got {
+			t.Errorf("Redact(Redact(%q)) = %q, want %q", tc.in, again, got)
+		}
+	}
+}
+
+// A password equal to another part of the target, or to something any
+// target holds, is masked where it stands and the target still opens:
+// nothing compares values.
+func TestOpenPasswordsLikeOtherParts(t *testing.T) {
+	for _, pw := range []string{"bench", "benchdb", "postgres", "1"} {
+		for _, tc := range []struct{ target, shown string }{
+			{"postgres://bench:" + pw + "@/benchdb?host=/tmp&port=1", "postgres://bench:xxxxx@/benchdb?host=/tmp&port=1"},
+			{"postgres://bench@/benchdb?host=/tmp&port=1&password=" + pw, "postgres://bench@/benchdb?host=/tmp&port=1&password=xxxxx"},
+			{"host=/tmp port=1 user=bench password=" + pw + " dbname=benchdb", "host=/tmp port=1 user=bench password=xxxxx dbname=benchdb"},
+			{"host=/tmp port=1 user=bench password = '" + pw + "' dbname=benchdb", "host=/tmp port=1 user=bench password = 'xxxxx' dbname=benchdb"},
+		} {
+			tg, err := Open(tc.target)
+			if err != nil {
+				t.Errorf("Open(%q): %v", tc.target, err)
+				continue
+			}
+			if tg.URL != tc.shown || tg.pgConfig.Password != pw {
+				t.Errorf("Open(%q) shows %q, password %q; want %q, %q", tc.target, tg.URL, tg.pgConfig.Password, tc.shown, pw)
+			}
+			tg.Close()
 		}
 	}
 }
@@ -93,31 +214,95 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// FuzzRedact checks Redact against its own parsers and against pgx's:
+// redacting twice changes nothing; every password position of the output
+// holds xxxxx; a string pgx reads a password from gives, redacted, xxxxx
+// as pgx's password.
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{"postgres://u:secretpw@h/db", "postgres://u@h/db?password=secretpw", "x", "sqlite:///a",
-		"postgres://u:secretpw@h:bad/db", "postgres://u:secretpw@[::1/db"} {
+		"postgres://u:secretpw@h:bad/db", "postgres://u:secretpw@[::1/db", "host=/tmp user=u password=secretpw dbname=d",
+		`password = 'a \' b' user=u`, "password=a b c=d", "postgres://u:p/w@h/db?sslpassword=x&y", "sqlite://u:p@h/x?password=1#f",
+		"postgres://h/d@b?password=a&b", "dbname=x password='unterminated", "password_encryption=md5 sslpassword=k"} {
 		f.Add(s)
 	}
+	// pgx also reads passwords from the environment and files: the
+	// comparison below must see only the string's own.
+	f.Setenv("PGPASSWORD", "")
+	f.Setenv("PGPASSFILE", os.DevNull)
+	f.Setenv("PGSERVICEFILE", os.DevNull)
+	f.Setenv("PGSERVICE", "")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Redact(s)
-		if strings.Contains(s, "secretpw") && strings.Contains(s, "://") && strings.Contains(out, "secretpw") &&
-			(strings.Contains(s, ":secretpw@") || strings.Contains(s, "password=secretpw")) {
-			t.Errorf("Redact(%q) = %q keeps the password", s, out)
+		if again := Redact(out); again != out {
+			t.Fatalf("Redact(%q) = %q, but Redact of that = %q", s, out, again)
+		}
+		var p parsed
+		secret := isSecretParam
+		switch formOf(s) {
+		case formPlain:
+			if out != s {
+				t.Fatalf("Redact(%q) = %q changed a plain string", s, out)
+			}
+			return
+		case formURL:
+			return
+		case formPostgresURL:
+			p = parsePostgresURL(s)
+			for _, sp := range parsePostgresURL(out).secrets {
+				if v := out[sp.from:sp.to]; v != mask {
+					t.Fatalf("Redact(%q) = %q keeps %q in a password position", s, out, v)
+				}
+			}
+		case formKeywordValue:
+			p, secret = scanKeywordValue(s), isSecretKeyword
+			for _, sp := range scanKeywordValue(out).secrets {
+				if v := out[sp.from:sp.to]; v != mask {
+					t.Fatalf("Redact(%q) = %q keeps %q in a password position", s, out, v)
+				}
+			}
+		}
+		in, err := pgconn.ParseConfig(s)
+		if err != nil || in.Password == "" {
+			return
+		}
+		red, err := pgconn.ParseConfig(out)
+		switch {
+		case err != nil && p.problem == "":
+			t.Fatalf("pgx reads %q but not its redaction %q: %v", s, out, err)
+		case err != nil:
+			return
+		case red.Password != mask && (p.problem == "" || red.Password != ""):
+			t.Fatalf("Redact(%q) = %q, in which pgx reads the password %q", s, out, red.Password)
+		}
+		for k, v := range red.RuntimeParams {
+			if secret(k) && v != mask && v != "" {
+				t.Fatalf("Redact(%q) = %q, in which pgx reads %s=%q", s, out, k, v)
+			}
 		}
 	})
 }
 
 func FuzzOpen(f *testing.F) {
-	for _, s := range []string{"", "sqlite://x.db", "postgres://u:p@h:1/db?sslmode=disable", "mysql://a", "::", "sqlite://?"} {
+	for _, s := range []string{"", "sqlite://x.db", "postgres://u:p@h:1/db?sslmode=disable", "mysql://a", "::", "sqlite://?",
+		"host=/tmp user=u password='p w' dbname=d", "postgres:x", "postgres://u@h/db?password=a&b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		tg, err := Open(s) // must not panic; errors must be one line
+		pg := formOf(s) == formPostgresURL || isKeywordValue(s)
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\n") {
 				t.Errorf("Open(%q): multi-line error %q", s, err)
 			}
+			// The only part of the input a PostgreSQL target's error
+			// shows is the target redacted.
+			if want := fmt.Sprintf("target %q: ", Redact(s)); pg && !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Open(%q): error %q does not start %s", s, err, want)
+			}
 			return
+		}
+		if pg && tg.URL != Redact(s) {
+			t.Errorf("Open(%q).URL = %q, want %q", s, tg.URL, Redact(s))
 		}
 		tg.Close()
 	})

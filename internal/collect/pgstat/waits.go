@@ -34,6 +34,7 @@ type Sampler struct {
 	all      int64 // every sample taken: each one a transaction on the server
 	counting bool
 	rounds   int64
+	missed   int64 // samples of the window that failed
 	active   int64
 	events   map[eventKey]int64
 	start    time.Time
@@ -48,7 +49,9 @@ func NewSampler(c target.Conn, interval time.Duration, exclude string) *Sampler 
 }
 
 // Run samples until ctx ends. Each sample is one statement, so one
-// transaction in the server's counters: Transactions says how many.
+// transaction in the server's counters: Transactions says how many. A
+// sample that fails (the server is down or frozen) is counted as missed
+// and sampling goes on: the connection may come back (see Missed).
 func (s *Sampler) Run(ctx context.Context) {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
@@ -58,10 +61,10 @@ func (s *Sampler) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			if err := s.sample(ctx); err != nil {
-				if ctx.Err() == nil {
-					s.fail(err)
+				if ctx.Err() != nil {
+					return
 				}
-				return
+				s.fail(err)
 			}
 		}
 	}
@@ -69,8 +72,20 @@ func (s *Sampler) Run(ctx context.Context) {
 
 func (s *Sampler) fail(err error) {
 	s.mu.Lock()
-	s.err = err
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+	if s.counting {
+		s.missed++
+	}
+}
+
+// Missed is how many samples of the window failed.
+func (s *Sampler) Missed() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.missed
 }
 
 func (s *Sampler) sample(ctx context.Context) error {
@@ -154,13 +169,14 @@ func (s *Sampler) Transactions() int64 {
 }
 
 // DBTime returns the sampled DB time and DB CPU of the window in seconds:
-// average active sessions (and those on CPU) × the window's length.
+// average active sessions (and those on CPU) × the part of the window the
+// samples cover (missed samples cover none of it).
 func (s *Sampler) DBTime() (dbTime, cpu float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rounds == 0 {
 		return 0, 0
 	}
-	secs := s.elapsed.Seconds()
+	secs := s.elapsed.Seconds() * float64(s.rounds) / float64(s.rounds+s.missed)
 	return float64(s.active) / float64(s.rounds) * secs, float64(s.events[eventKey{"CPU", "CPU"}]) / float64(s.rounds) * secs
 }
