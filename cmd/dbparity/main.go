@@ -124,10 +124,10 @@ func interruptible() (context.Context, func()) {
 		for range sig {
 			n++
 			if n == 1 {
-				fmt.Fprintln(os.Stderr, "\ndbparity: stopping: finishing the current transactions and writing what was measured")
+				fmt.Fprintln(os.Stderr, "\ndbparity: stopping: the current transactions get 2 s to finish, then what was measured is written")
 				cancel()
 			} else {
-				fmt.Fprintln(os.Stderr, "dbparity: still stopping; statements still running are cancelled within seconds")
+				fmt.Fprintln(os.Stderr, "dbparity: still stopping; statements still running are cancelled within 2 s")
 			}
 		}
 	}()
@@ -432,14 +432,7 @@ func cmdShow(_ context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the summary as a JSON object")
 	literals := fs.Bool("show-literals", false, "replay results: show statement texts with their literal values (when the replay kept them)")
 	// Accept the flag after the file name too: dbparity show run.json --json.
-	var flags, files []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-		} else {
-			files = append(files, a)
-		}
-	}
+	flags, files := splitArgs(args)
 	if err := fs.Parse(append(flags, files...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println("usage: dbparity show [--json] [--show-literals] FILE")
@@ -468,22 +461,7 @@ func cmdCompare(_ context.Context, args []string) error {
 	format := fs.String("format", "text", "text, markdown or csv")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with charts to this file")
 	groupBy := fs.String("group", "label", "group runs by label, or by a disclosed fact (driver.users, disclosure.host.kernel, ...)")
-	var flags, files []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case slices.Contains([]string{"baseline", "format", "html", "group"}, strings.TrimLeft(a, "-")):
-			flags = append(flags, a)
-			if i+1 < len(args) {
-				i++
-				flags = append(flags, args[i])
-			}
-		case strings.HasPrefix(a, "-"):
-			flags = append(flags, a)
-		default:
-			files = append(files, a)
-		}
-	}
+	flags, files := splitArgs(args, "baseline", "format", "html", "group")
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--format text|markdown|csv] [--html FILE] [--force] FILE...")
@@ -627,22 +605,7 @@ func cmdRecover(_ context.Context, args []string) error {
 	fs.StringVar(&o.Out, "out", "", "result file to write (default: the one the journal stood for, FILE.journal without .journal)")
 	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
 	fs.Float64Var(&o.MaxErrorPct, "max-error-pct", result.DefaultMaxErrorPct, "mark the recovered run failed when more than this percentage of its transactions failed")
-	var flags, files []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case strings.TrimLeft(a, "-") == "out" || strings.TrimLeft(a, "-") == "max-error-pct":
-			flags = append(flags, a)
-			if i+1 < len(args) {
-				i++
-				flags = append(flags, args[i])
-			}
-		case strings.HasPrefix(a, "-"):
-			flags = append(flags, a)
-		default:
-			files = append(files, a)
-		}
-	}
+	flags, files := splitArgs(args, "out", "max-error-pct")
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println("usage: dbparity recover [--out FILE] [--force] FILE.journal")
@@ -657,4 +620,26 @@ func cmdRecover(_ context.Context, args []string) error {
 	}
 	o.Journal = files[0]
 	return runner.Recover(o)
+}
+
+// splitArgs separates flags from file names so that flags may follow the
+// files (dbparity compare a.json b.json --html r.html); valued names the
+// flags that take the next word as their value.
+func splitArgs(args []string, valued ...string) (flags, files []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case slices.Contains(valued, strings.TrimLeft(a, "-")):
+			flags = append(flags, a)
+			if i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		case strings.HasPrefix(a, "-"):
+			flags = append(flags, a)
+		default:
+			files = append(files, a)
+		}
+	}
+	return flags, files
 }

@@ -303,24 +303,15 @@ func (o *outages) lost(at time.Time, cause string, unreachable bool) {
 	o.down = o.down || unreachable
 }
 
-func (o *outages) failed() {
+// count adds failed transactions and reconnects to the open event, if any.
+func (o *outages) count(failed, reconnects int64) {
 	if !o.open.Load() {
 		return
 	}
 	o.mu.Lock()
 	if o.open.Load() {
-		o.cur.Failed++
-	}
-	o.mu.Unlock()
-}
-
-func (o *outages) reconnected() {
-	if !o.open.Load() {
-		return
-	}
-	o.mu.Lock()
-	if o.open.Load() {
-		o.cur.Reconnects++
+		o.cur.Failed += failed
+		o.cur.Reconnects += reconnects
 	}
 	o.mu.Unlock()
 }
@@ -893,7 +884,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 				s.reconn++
 				s.conn = c
 				s.mu.Unlock()
-				r.out.reconnected()
+				r.out.count(0, 1)
 			}
 			out, err = w.Run(ctx, c)
 			if err == nil {
@@ -974,7 +965,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		case err != nil && cls.Lost:
 			r.out.lost(end, cause, unreachable)
 		case err != nil:
-			r.out.failed()
+			r.out.count(1, 0)
 		case !out.Rollback:
 			r.out.committed(end)
 		}

@@ -402,6 +402,22 @@ func (ob *observer) phase(p int, _ time.Time) {
 	}
 }
 
+// readOS takes an OS snapshot at a window edge into dst.
+func (ob *observer) readOS(dst **ostat.Snapshot) *ostat.Snapshot {
+	ob.osMu.Lock()
+	defer ob.osMu.Unlock()
+	if ob.os == nil {
+		return nil
+	}
+	s, err := ob.os.Read()
+	if err != nil {
+		ob.fail("os", err)
+		return nil
+	}
+	*dst = s
+	return s
+}
+
 // edge takes the snapshots of one edge of the window: the OS first (local,
 // at once), then the database, which may be slow to answer.
 func (ob *observer) edge(ctx context.Context, p int) {
@@ -411,19 +427,10 @@ func (ob *observer) edge(ctx context.Context, p int) {
 			ob.sampler.Count(true)
 		}
 		ob.engStart = ob.t.EngineCounters()
-		ob.osMu.Lock()
-		if ob.os != nil {
-			if s, err := ob.os.Read(); err != nil {
-				ob.fail("os", err)
-			} else {
-				ob.osStart = s
-				if s.At.Sub(ob.osRunStart.At) > ob.interval/2 {
-					ob.warmupOtherCPU = ostat.Between(ob.osRunStart, s).OtherCPUCores
-					ob.warmupMeasured = true
-				}
-			}
+		if s := ob.readOS(&ob.osStart); s != nil && s.At.Sub(ob.osRunStart.At) > ob.interval/2 {
+			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, s).OtherCPUCores
+			ob.warmupMeasured = true
 		}
-		ob.osMu.Unlock()
 		ob.pgMu.Lock()
 		defer ob.pgMu.Unlock()
 		ob.winOpen, ob.win = time.Now(), map[string]float64{}
@@ -441,15 +448,7 @@ func (ob *observer) edge(ctx context.Context, p int) {
 			ob.sampler.Count(false)
 		}
 		ob.engEnd = ob.t.EngineCounters()
-		ob.osMu.Lock()
-		if ob.os != nil {
-			if s, err := ob.os.Read(); err != nil {
-				ob.fail("os", err)
-			} else {
-				ob.osEnd = s
-			}
-		}
-		ob.osMu.Unlock()
+		ob.readOS(&ob.osEnd)
 		ob.pgMu.Lock()
 		defer ob.pgMu.Unlock()
 		if ob.pg == nil {
