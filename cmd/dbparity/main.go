@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
@@ -314,6 +315,7 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	o.StatementTimeout, o.AbortAfter = 30*time.Second, 10*time.Second
 	fs.Var(positive{&o.StatementTimeout}, "statement-timeout", "give up on any statement or connection attempt the server has not answered for this `duration` (sessions and collectors; above 0)")
 	fs.Var(positive{&o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")
+	fs.IntVar(&o.SeriesPoints, "series-points", metrics.DefaultSeriesPoints, "points kept of each series in the result; a longer run merges adjacent points and keeps every point in OUT.series.gz")
 	o.MaxErrorPct = fs.Float64("max-error-pct", result.DefaultMaxErrorPct, "mark the run failed (exit 1) when more than this percentage of the measured window's transactions failed")
 }
 

@@ -44,8 +44,8 @@ type RunOptions struct {
 	StopGrace time.Duration
 	Faults
 	Collect CollectOptions
-	// SeriesPoints bounds the series in the result (0: the default,
-	// metrics.DefaultSeriesPoints); tests and benchmarks set it.
+	// SeriesPoints bounds the series in the result (--series-points; 0:
+	// metrics.DefaultSeriesPoints).
 	SeriesPoints int
 	// Repeat runs the measurement this many times (loading at most once),
 	// writing OUT-1.json ... OUT-N.json.
@@ -122,6 +122,8 @@ func (o *RunOptions) validate() error {
 		return usage("--duration %s: must be positive (for example 60s or 10m)", o.Duration)
 	case o.Warmup < 0:
 		return usage("--warmup %s: must not be negative", o.Warmup)
+	case o.SeriesPoints < 0 || o.SeriesPoints == 1:
+		return usage("--series-points %d: keep at least 2", o.SeriesPoints)
 	// 0 is the default (1s and 100ms): the command line refuses a 0 given
 	// as a flag before it gets here.
 	case o.Collect.Interval < 0:
