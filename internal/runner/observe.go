@@ -75,6 +75,7 @@ type observer struct {
 	sampler    *pgstat.Sampler
 	conns      []*collectorConn
 	cancel     context.CancelFunc
+	unwatch    func() bool // ends the watch on the run's context (one per repetition otherwise)
 	done       sync.WaitGroup
 	edges      chan int // phases whose edge snapshot is due
 	edgesDone  chan struct{}
@@ -133,7 +134,7 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool, jou
 	// the user interrupts it: their last readings get a moment, no more.
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ob.cancel = cancel
-	context.AfterFunc(ctx, func() { time.AfterFunc(collectorStopGrace, cancel) })
+	ob.unwatch = context.AfterFunc(ctx, func() { time.AfterFunc(collectorStopGrace, cancel) })
 	switch t.Dialect {
 	case target.Postgres:
 		if err := ob.startPostgres(bg, o); err != nil {
@@ -656,6 +657,9 @@ func (ob *observer) stopEdges(wait time.Duration) {
 
 func (ob *observer) close() {
 	ob.stopEdges(0)
+	if ob.unwatch != nil {
+		ob.unwatch()
+	}
 	if ob.cancel != nil {
 		ob.cancel()
 		ob.done.Wait()
