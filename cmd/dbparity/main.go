@@ -299,6 +299,12 @@ func cmdRun(ctx context.Context, args []string) error {
 	return runner.Run(ctx, o)
 }
 
+// dbHostFlags binds how the database host is observed (run, ab, replay).
+func dbHostFlags(fs *flag.FlagSet, o *runner.CollectOptions) {
+	fs.StringVar(&o.DBHost, "db-host", "auto", "collectors: how to read the database host's OS figures and facts: auto (local, else node-exporter when given, else sql), local, sql (pg_read_file, needs pg_read_server_files), node-exporter, none")
+	fs.StringVar(&o.DBHostMetrics, "db-host-metrics", "", "collectors: `URL` of a node_exporter on the database host (http://HOST:9100/metrics)")
+}
+
 // runFlags binds the flags that shape a run, shared by run and ab.
 func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.IntVar(&o.Users, "users", 0, "sessions, one connection and one goroutine each (default 4; slob: schemas × threads-per-schema)")
@@ -312,6 +318,7 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.Var(positive{&o.Collect.Interval}, "interval", "collectors: read database and OS counters every `duration` (above 0)")
 	fs.Var(positive{&o.Collect.WaitInterval}, "wait-interval", "collectors: sample session states every `duration` (above 0)")
 	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
+	dbHostFlags(fs, &o.Collect)
 	o.StatementTimeout, o.AbortAfter = 30*time.Second, 10*time.Second
 	fs.Var(positive{&o.StatementTimeout}, "statement-timeout", "give up on any statement or connection attempt the server has not answered for this `duration` (sessions and collectors; above 0)")
 	fs.Var(positive{&o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")

@@ -131,6 +131,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Force, "force", false, "replace the result file if it exists")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors")
 	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the server's main process when it runs on this host")
+	dbHostFlags(fs, &o.Collect)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

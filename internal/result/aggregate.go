@@ -25,9 +25,9 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 		Start: first.Start, End: first.End, MeasureStart: first.MeasureStart, MeasureEnd: first.MeasureEnd,
 		Workload: first.Workload, Host: first.Host, Driver: first.Driver,
 		Errors: map[string]int64{}, ErrorSamples: map[string]string{}, Phases: map[string]Phase{},
-		OS: first.OS, Parts: parts}
-	if first.Disclosure != nil {
-		a.Disclosure = &Disclosure{Host: first.Disclosure.Host}
+		OS: first.OS, DriverOS: first.DriverOS, Parts: parts}
+	if d := first.Disclosure; d != nil {
+		a.Disclosure = &Disclosure{Host: d.Host, HostSource: d.HostSource, DriverHost: d.DriverHost}
 	}
 	a.Driver.Users, a.Driver.Reconnects = 0, 0
 	var dialects, urls, versions []string
@@ -163,7 +163,11 @@ func aggregateIO(parts []*Run) *IOUnits {
 		a.MemoryBytes = u.MemoryBytes
 		dev := ""
 		if p.OS != nil {
-			dev = p.Host.Hostname + ":" + p.OS.DataDevice
+			host := p.Host.Hostname
+			if p.Disclosure != nil && p.Disclosure.Host.Hostname != "" {
+				host = p.Disclosure.Host.Hostname // the database host's
+			}
+			dev = host + ":" + p.OS.DataDevice
 		}
 		if u.ReadIOPS != nil && !devices[dev] {
 			devices[dev] = true

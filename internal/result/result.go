@@ -80,7 +80,11 @@ type Run struct {
 	// DBCounters are the raw cumulative counters at the window's edges
 	// ("view.column"), so any figure can be derived again later.
 	DBCounters *Counters `json:"db_counters,omitempty"`
-	OS         *OS       `json:"os,omitempty"`
+	// OS is the database host's operating system, from the source it
+	// names; DriverOS is the driver's host when that is another host, or
+	// when the database host could not be observed.
+	OS       *OS `json:"os,omitempty"`
+	DriverOS *OS `json:"driver_os,omitempty"`
 	// IO is the run in SLOB's units, for workloads that test IO.
 	IO *IOUnits `json:"io_units,omitempty"`
 	// Replay is the replay workload's report.
@@ -118,6 +122,11 @@ func (e Event) Seconds(end time.Time) float64 {
 // OS is what the operating system's counters show: over the measured
 // window, and every interval of the run.
 type OS struct {
+	// Source is where the figures come from: "local" (this host's /proc),
+	// "sql" (the database host's /proc read through the database's
+	// connection) or "node-exporter"; "" in results before it was
+	// recorded, which were all local.
+	Source string        `json:"source,omitempty"`
 	Window ostat.Rates   `json:"window"`
 	Series []ostat.Rates `json:"series,omitempty"`
 	// DataDevice is the block device under the database's files, when
@@ -134,9 +143,16 @@ type Counters struct {
 
 // Disclosure is what the run was done on, beyond the basic host facts.
 type Disclosure struct {
-	Host disclose.HostInfo `json:"host"`
-	// Storage is the file system and device under the database's files,
-	// when they are on this host (SQLite, a managed server).
+	// Host is the database host, as HostSource saw it: "local", "sql" or
+	// "node-exporter" (see OS.Source), "none" when it could not be seen
+	// (Host is then empty), "" in results before it was recorded (local).
+	Host       disclose.HostInfo `json:"host"`
+	HostSource string            `json:"host_source,omitempty"`
+	// DriverHost is the driver's host when it is not the database host
+	// (or the database host could not be seen).
+	DriverHost *disclose.HostInfo `json:"driver_host,omitempty"`
+	// Storage is the file system and device under the database's files
+	// on the database host, when the source could see it.
 	Storage  *disclose.StorageInfo `json:"storage,omitempty"`
 	Database *Database             `json:"database,omitempty"`
 }

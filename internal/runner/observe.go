@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
@@ -59,15 +60,28 @@ type observer struct {
 	// The series are bounded (the journal has every point).
 	series *metrics.Bounded[result.DBInterval]
 
-	// osMu guards the OS collector, local and quick.
+	// osMu guards the OS collectors: the database host's through its
+	// source (host, nil when it cannot be seen), and this host's for the
+	// driver's figures (drv) when that is another host.
 	osMu           sync.Mutex
-	os             *ostat.Reader
+	host           dbhost.Source
+	hostName       string // host's name, or "none"
+	hostLocal      bool   // host is this host: no separate driver reading
+	hostConn       *collectorConn
 	osPrev         *ostat.Snapshot
 	osRunStart     *ostat.Snapshot
 	osStart, osEnd *ostat.Snapshot
 	osSeries       *metrics.Bounded[ostat.Rates]
+	drv            *ostat.Reader
+	drvStart       *ostat.Snapshot
+	drvEnd         *ostat.Snapshot
 	warmupOtherCPU float64 // cores used by neither driver nor server during the warm-up
 	warmupMeasured bool
+	// The database host's disclosure, taken at the start, and its data
+	// directory (a path on that host).
+	hostInfo disclose.HostInfo
+	storage  *disclose.StorageInfo
+	dataDir  string
 
 	errMu sync.Mutex
 	errs  map[string]*collectorError
@@ -98,6 +112,11 @@ type CollectOptions struct {
 	Interval     time.Duration // --interval: counters and the OS every interval
 	WaitInterval time.Duration // --wait-interval: session state sampling
 	DBPID        int           // --db-pid: the server's main process, when it runs on this host
+	// DBHost is --db-host: how the database host is observed ("" or
+	// "auto", local, sql, node-exporter, none); DBHostMetrics is
+	// --db-host-metrics, a node_exporter's URL on the database host.
+	DBHost        string
+	DBHostMetrics string
 	// StatementTimeout is each collector statement's deadline (the run's
 	// --statement-timeout).
 	StatementTimeout time.Duration
@@ -119,17 +138,6 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool, jou
 	if o.Off {
 		return ob, nil
 	}
-	if o.DBPID == 0 && t.managed != nil {
-		o.DBPID = t.managed.PID
-	}
-	var err error
-	if ob.os, err = ostat.New(ostat.Options{ServerPID: o.DBPID}); err != nil {
-		return nil, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
-	}
-	if ob.osPrev, err = ob.os.Read(); err != nil {
-		return nil, fmt.Errorf("os collector: %w", err)
-	}
-	ob.osRunStart = ob.osPrev
 	// The collectors' statements end when the run ends, or shortly after
 	// the user interrupts it: their last readings get a moment, no more.
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -154,8 +162,72 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool, jou
 			return nil, err
 		}
 	}
+	if err := ob.startHost(bg, o); err != nil {
+		ob.close()
+		return nil, err
+	}
 	ob.run(bg)
 	return ob, nil
+}
+
+// startHost chooses how the database host is observed, discloses it and
+// takes the first reading; the driver's host gets its own reader when it
+// is another host.
+func (ob *observer) startHost(ctx context.Context, o CollectOptions) error {
+	pid := o.DBPID
+	if pid == 0 && ob.t.managed != nil {
+		pid = ob.t.managed.PID
+	}
+	ob.dataDir = ob.t.localDataDir()
+	var pg *collectorConn
+	if ob.t.Dialect == target.Postgres {
+		// A connection of its own: the sql source reads through it for
+		// the whole run; otherwise it only asks where the server is.
+		var err error
+		if pg, err = dialCollector(ctx, ob.t, collectorApp, ob.timeout); err != nil {
+			return err
+		}
+		if pid == 0 && ob.t.OnThisHost() {
+			pid = localServerPID(ctx, pg)
+		}
+		if ob.dataDir == "" {
+			ob.dataDir = serverDataDir(ctx, pg)
+		}
+	}
+	hc, err := chooseHost(ctx, ob.t, o, pg, pid)
+	if pg != nil {
+		if hc.keepConn {
+			ob.hostConn = pg
+			ob.conns = append(ob.conns, pg)
+		} else {
+			ob.statements += pg.Statements()
+			pg.Close()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	ob.host, ob.hostName, ob.hostLocal = hc.src, hc.name, hc.local
+	if hc.warning != "" {
+		ob.warnings = append(ob.warnings, hc.warning)
+	}
+	if !hc.local {
+		if ob.drv, err = ostat.New(ostat.Options{}); err != nil {
+			return fmt.Errorf("os collector: %w", err)
+		}
+	}
+	if ob.host == nil {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, ob.timeout)
+	defer cancel()
+	ob.hostInfo, ob.storage = ob.host.Disclose(hctx, ob.dataDir)
+	s, err := ob.host.Read(hctx)
+	if err != nil {
+		return fmt.Errorf("os collector (%s): %w", ob.hostName, err)
+	}
+	ob.osPrev, ob.osRunStart = s, s
+	return nil
 }
 
 // collectorApp is the application_name of the collectors' connections.
@@ -195,6 +267,9 @@ func (ob *observer) own() int64 {
 	n := ob.pg.Reads()
 	if ob.sampler != nil {
 		n += ob.sampler.Transactions()
+	}
+	if ob.hostConn != nil {
+		n += ob.hostConn.Statements() // one transaction each
 	}
 	return n
 }
@@ -237,22 +312,17 @@ func (ob *observer) tick(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			ob.tickOS()
+			ob.tickOS(ctx)
 			ob.tickDB(ctx)
 		}
 	}
 }
 
-func (ob *observer) tickOS() {
+func (ob *observer) tickOS(ctx context.Context) {
 	ob.osMu.Lock()
 	defer ob.osMu.Unlock()
-	if ob.os == nil {
-		return
-	}
-	s, err := ob.os.Read()
-	if err != nil {
-		ob.fail("os", err)
-		ob.os = nil
+	s := ob.readHost(ctx, "os")
+	if s == nil {
 		return
 	}
 	r := busyOnly(ostat.Between(ob.osPrev, s))
@@ -403,19 +473,45 @@ func (ob *observer) phase(p int, _ time.Time) {
 	}
 }
 
-// readOS takes an OS snapshot at a window edge into dst.
-func (ob *observer) readOS(dst **ostat.Snapshot) *ostat.Snapshot {
+// readHost reads the database host; call with osMu held. A local
+// source that fails is not tried again (this host's /proc does not come
+// back); a remote one is, as the server or the exporter may.
+func (ob *observer) readHost(ctx context.Context, kind string) *ostat.Snapshot {
+	if ob.host == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, ob.timeout)
+	defer cancel()
+	s, err := ob.host.Read(rctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			ob.fail(kind+" ("+ob.hostName+")", err)
+		}
+		if ob.hostLocal {
+			ob.host = nil
+		}
+		return nil
+	}
+	return s
+}
+
+// readOS takes the OS snapshots at a window edge: the driver's host
+// first (local, at once), then the database host into dst.
+func (ob *observer) readOS(ctx context.Context, dst, drv **ostat.Snapshot) *ostat.Snapshot {
 	ob.osMu.Lock()
 	defer ob.osMu.Unlock()
-	if ob.os == nil {
-		return nil
+	if ob.drv != nil {
+		s, err := ob.drv.Read()
+		if err != nil {
+			ob.fail("os (driver host)", err)
+		} else {
+			*drv = s
+		}
 	}
-	s, err := ob.os.Read()
-	if err != nil {
-		ob.fail("os", err)
-		return nil
+	s := ob.readHost(ctx, "os")
+	if s != nil {
+		*dst = s
 	}
-	*dst = s
 	return s
 }
 
@@ -428,7 +524,7 @@ func (ob *observer) edge(ctx context.Context, p int) {
 			ob.sampler.Count(true)
 		}
 		ob.engStart = ob.t.EngineCounters()
-		if s := ob.readOS(&ob.osStart); s != nil && s.At.Sub(ob.osRunStart.At) > ob.interval/2 {
+		if s := ob.readOS(ctx, &ob.osStart, &ob.drvStart); s != nil && s.At.Sub(ob.osRunStart.At) > ob.interval/2 {
 			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, s).OtherCPUCores
 			ob.warmupMeasured = true
 		}
@@ -449,7 +545,7 @@ func (ob *observer) edge(ctx context.Context, p int) {
 			ob.sampler.Count(false)
 		}
 		ob.engEnd = ob.t.EngineCounters()
-		ob.readOS(&ob.osEnd)
+		ob.readOS(ctx, &ob.osEnd, &ob.drvEnd)
 		ob.pgMu.Lock()
 		defer ob.pgMu.Unlock()
 		if ob.pg == nil {
@@ -492,14 +588,17 @@ func busyOnly(r ostat.Rates) ostat.Rates {
 	return r
 }
 
-// osWindow fills r.OS and returns the OS figures the load profile uses
-// (totals over the window).
+// osWindow fills r.OS and r.DriverOS and returns the OS figures the load
+// profile uses (totals over the window, on the database host).
 func (ob *observer) osWindow(r *result.Run) map[string]float64 {
+	if ob.drvStart != nil && ob.drvEnd != nil {
+		r.DriverOS = &result.OS{Source: dbhost.Local, Window: ostat.Between(ob.drvStart, ob.drvEnd)}
+	}
 	if ob.osStart == nil || ob.osEnd == nil {
 		return nil
 	}
 	w := ostat.Between(ob.osStart, ob.osEnd)
-	r.OS = &result.OS{Window: w, Series: ob.osSeries.Points()}
+	r.OS = &result.OS{Source: ob.hostName, Window: w, Series: ob.osSeries.Points()}
 	if st := r.Disclosure.Storage; st != nil && st.Device != nil {
 		r.OS.DataDevice = st.Device.Name
 		if st.Device.Parent != "" {
@@ -512,10 +611,6 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 		d[pgstat.ExtraServerCPU] = *w.ServerCPUCores * secs
 	}
 	found := false
-	if ob.t.localDataDir() == "" {
-		// A remote server: this host's disks are not its disks.
-		return d
-	}
 	for _, disk := range w.Disks {
 		// The device under the data when known; else every disk that is
 		// not a device-mapper or md device (those would count the same IO
@@ -547,11 +642,7 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 func (ob *observer) finish(r *result.Run) error {
 	ob.stopEdges(time.Until(r.MeasureEnd.Add(ob.timeout)))
 	ob.close()
-	// The platform is disclosed in every result, collectors on or off.
-	r.Disclosure = &result.Disclosure{Host: disclose.Host(disclose.Options{}), Database: ob.database}
-	if dir := ob.t.localDataDir(); dir != "" {
-		r.Disclosure.Storage = disclose.Storage(disclose.Options{}, dir)
-	}
+	r.Disclosure = ob.disclosure()
 	if ob.database == nil {
 		return nil // collectors off
 	}
@@ -639,6 +730,28 @@ func (ob *observer) finish(r *result.Run) error {
 	return nil
 }
 
+// disclosure is the platform, in every result, collectors on or off:
+// the database host as its source saw it and, when that is not this
+// host, the driver's host.
+func (ob *observer) disclosure() *result.Disclosure {
+	d := &result.Disclosure{Database: ob.database}
+	switch {
+	case ob.hostName != "":
+		d.Host, d.HostSource, d.Storage = ob.hostInfo, ob.hostName, ob.storage
+	case ob.t.OnThisHost() || ob.t.managed != nil:
+		// Collectors off: this host's facts cost nothing.
+		d.Host, d.HostSource = disclose.Host(disclose.Options{}), dbhost.Local
+		d.Storage = disclose.Storage(disclose.Options{}, ob.t.localDataDir())
+	default:
+		d.HostSource = dbhost.None
+	}
+	if d.HostSource != dbhost.Local {
+		h := disclose.Host(disclose.Options{})
+		d.DriverHost = &h
+	}
+	return d
+}
+
 // stopEdges waits for the window's edge snapshots, at most wait; then the
 // collectors' statements are cancelled and the edges taken as they are.
 func (ob *observer) stopEdges(wait time.Duration) {
@@ -670,4 +783,10 @@ func (ob *observer) close() {
 		c.Close()
 	}
 	ob.conns = nil
+	ob.osMu.Lock()
+	if ob.host != nil {
+		ob.host.Close()
+		ob.host = nil
+	}
+	ob.osMu.Unlock()
 }

@@ -53,6 +53,9 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if o.Order != "" && o.Order != replay.OrderSession && o.Order != replay.OrderGlobal {
 		return usage("--order %q: choose %s or %s", o.Order, replay.OrderSession, replay.OrderGlobal)
 	}
+	if err := o.Collect.validateDBHost(); err != nil {
+		return err
+	}
 	if o.Label == "" {
 		o.Label, _ = os.Hostname()
 	}

@@ -136,6 +136,9 @@ func (o *RunOptions) validate() error {
 	if err := o.Faults.validate(); err != nil {
 		return err
 	}
+	if err := o.Collect.validateDBHost(); err != nil {
+		return err
+	}
 	return o.Workload.Validate()
 }
 

@@ -193,3 +193,23 @@ func SQLState(err error) string {
 	}
 	return ""
 }
+
+// OnThisHost tells whether the database runs on this host: an embedded
+// engine, or a server reached through a unix socket or a loopback address
+// (its first host, when the URL names several). A loopback port forwarded
+// to a container still reaches this host's kernel, whose counters are the
+// ones to read.
+func (t *Target) OnThisHost() bool {
+	if t.Dialect != Postgres {
+		return true
+	}
+	if t.pgConfig == nil {
+		return false
+	}
+	h := t.pgConfig.Host
+	if strings.HasPrefix(h, "/") || h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

@@ -307,3 +307,28 @@ func FuzzOpen(f *testing.F) {
 		tg.Close()
 	})
 }
+
+// OnThisHost decides whether the database host is read from this host's
+// /proc, so an address that is not loopback must never count as local.
+func TestOnThisHost(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"sqlite://x.db": true,
+		"postgres:///bench?host=/var/run/postgresql": true,
+		"host=/tmp dbname=bench":                     true,
+		"postgres://localhost/bench":                 true,
+		"postgres://127.0.0.1:5433/bench":            true,
+		"postgres://127.0.0.53/bench":                true,
+		"postgres://[::1]/bench":                     true,
+		"postgres://db.example/bench":                false,
+		"postgres://192.0.2.10/bench":                false,
+		"host=198.51.100.7 dbname=bench":             false,
+	} {
+		tg, err := Open(raw)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", raw, err)
+		}
+		if got := tg.OnThisHost(); got != want {
+			t.Errorf("OnThisHost(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

@@ -29,6 +29,10 @@ type Options struct {
 	// /run/.containerenv), /usr/lib/os-release and cgroup hierarchies
 	// mounted outside /sys. Default "/".
 	Root string
+	// Foreign says the roots hold a copy of another host's files (see
+	// package hostfs): a directory is then taken as given, since its
+	// symlinks cannot be followed there, and its free space is unknown.
+	Foreign bool
 }
 
 func (o Options) withDefaults() Options {

@@ -53,6 +53,11 @@ func Storage(o Options, dir string) *StorageInfo {
 	}
 	o = o.withDefaults()
 	s := &StorageInfo{Dir: dir}
+	if o.Foreign {
+		s.Path = filepath.Clean(dir)
+		describeMount(o, s)
+		return s
+	}
 	p, err := resolve(dir)
 	if err != nil {
 		return s

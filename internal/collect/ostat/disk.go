@@ -197,3 +197,7 @@ func disksBetween(a, b map[string]DiskCounters, secs float64) []DiskRates {
 	slices.SortFunc(out, func(x, y DiskRates) int { return cmp.Compare(x.Name, y.Name) })
 	return out
 }
+
+// KeepDisk is keepDisk for other sources of the same counters (a
+// node_exporter's node_disk_*): name is kept among the device names all.
+func KeepDisk(name string, all map[string]bool) bool { return keepDisk(name, all) }

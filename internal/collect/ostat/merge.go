@@ -38,6 +38,8 @@ func MergeRates(a, b Rates) Rates {
 	r.CPUBusyPct = w(a.CPUBusyPct, b.CPUBusyPct)
 	r.InterruptsPerS = w(a.InterruptsPerS, b.InterruptsPerS)
 	r.ContextSwitchesPerS = w(a.ContextSwitchesPerS, b.ContextSwitchesPerS)
+	r.RunDelayPerS = wmeanPtr(a.RunDelayPerS, sa, b.RunDelayPerS, sb)
+	r.ServerRunDelayPerS = wmeanPtr(a.ServerRunDelayPerS, sa, b.ServerRunDelayPerS, sb)
 	r.CPUPressure = mergePressure(a.CPUPressure, b.CPUPressure, sa, sb)
 	r.IOPressure = mergePressure(a.IOPressure, b.IOPressure, sa, sb)
 	r.MemoryPressure = mergePressure(a.MemoryPressure, b.MemoryPressure, sa, sb)

@@ -33,6 +33,10 @@ type Options struct {
 	// this host. Its CPU and that of all its descendants is summed as the
 	// server's CPU (see serverCPU for how exited children stay counted).
 	ServerPID int
+	// Foreign says ProcRoot is another host's /proc (a copy of its files,
+	// see package hostfs): no process of ours is in it, so there is no
+	// self CPU, and ServerPID is a PID of that host.
+	Foreign bool
 }
 
 // Reader reads snapshots. It keeps nothing from one Read to the next, so
@@ -46,6 +50,9 @@ type Reader struct {
 	// psi is false when the kernel has no /proc/pressure (before 4.20, or
 	// booted with psi=0), so the three files are not tried every second.
 	psi bool
+	// schedstat is false when the kernel has no /proc/schedstat (built
+	// without CONFIG_SCHEDSTATS); per-process schedstat may still exist.
+	schedstat bool
 }
 
 // New checks that ProcRoot is readable and, when ServerPID is set, that the
@@ -67,14 +74,19 @@ func New(o Options) (*Reader, error) {
 		return nil, fmt.Errorf("open %s: %w", o.ProcRoot, err)
 	}
 	r := &Reader{opts: o, fs: fs, bfs: bfs}
-	if r.self, err = fs.Self(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", r.path("self"), err)
+	if !o.Foreign {
+		if r.self, err = fs.Self(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", r.path("self"), err)
+		}
 	}
 	if _, err := os.Stat(r.path("pressure")); err == nil {
 		r.psi = true
 	}
+	if _, err := os.Stat(r.path("schedstat")); err == nil {
+		r.schedstat = true
+	}
 	if o.ServerPID > 0 {
-		if r.self.PID == o.ServerPID {
+		if !o.Foreign && r.self.PID == o.ServerPID {
 			return nil, fmt.Errorf("server pid %d is this process; give the database server's pid", o.ServerPID)
 		}
 		if _, err := fs.Proc(o.ServerPID); err != nil {
@@ -106,6 +118,11 @@ type Snapshot struct {
 	Load5  float64 `json:"load5"`
 	Load15 float64 `json:"load15"`
 
+	// RunDelay is the time tasks spent runnable but waiting for a CPU,
+	// summed over all CPUs since boot, in seconds (/proc/schedstat); nil
+	// where the kernel does not keep it.
+	RunDelay *float64 `json:"run_delay_s,omitempty"`
+
 	CPUPressure    *Pressure `json:"cpu_pressure,omitempty"`
 	IOPressure     *Pressure `json:"io_pressure,omitempty"`
 	MemoryPressure *Pressure `json:"memory_pressure,omitempty"`
@@ -124,6 +141,11 @@ type Snapshot struct {
 	ServerCPU *float64 `json:"server_cpu_s,omitempty"`
 	// ServerProcs is how many live processes the server tree had.
 	ServerProcs int `json:"server_procs,omitempty"`
+	// ServerRunDelay is each server process's time waiting for a CPU
+	// since it started, in seconds, by PID (/proc/PID/schedstat): what
+	// the platform's scheduler cost the database. Nil without a server or
+	// where the kernel does not keep it.
+	ServerRunDelay map[int]float64 `json:"server_run_delay_s,omitempty"`
 }
 
 // Read takes one snapshot. A missing optional source (pressure, the
@@ -138,6 +160,7 @@ func (r *Reader) Read() (*Snapshot, error) {
 	}{
 		{"stat", r.readStat},
 		{"loadavg", r.readLoad},
+		{"schedstat", r.readSchedstat},
 		{"pressure", r.readPressure},
 		{"diskstats", r.readDisks},
 		{"net/dev", r.readNets},

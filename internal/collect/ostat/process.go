@@ -8,21 +8,46 @@ import "fmt"
 const userHZ = 100
 
 func (r *Reader) readProcesses(s *Snapshot) error {
-	st, err := r.self.Stat()
-	if err != nil {
-		return fmt.Errorf("read %s: %w", r.path("self/stat"), err)
+	self := -1
+	if !r.opts.Foreign {
+		st, err := r.self.Stat()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", r.path("self/stat"), err)
+		}
+		s.SelfCPU, self = st.CPUTime(), r.self.PID
 	}
-	s.SelfCPU = st.CPUTime()
 	if r.opts.ServerPID > 0 {
-		cpu, n, err := r.serverCPU(r.self.PID)
+		cpu, tree, err := r.serverCPU(self)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			s.ServerCPU, s.ServerProcs = &cpu, n
+		if len(tree) > 0 {
+			s.ServerCPU, s.ServerProcs = &cpu, len(tree)
+			s.ServerRunDelay = r.runDelays(tree)
 		}
 	}
 	return nil
+}
+
+// runDelays reads each process's run-queue wait from /proc/PID/schedstat;
+// nil when the kernel keeps none (built without CONFIG_SCHED_INFO).
+func (r *Reader) runDelays(pids []int) map[int]float64 {
+	var m map[int]float64
+	for _, pid := range pids {
+		p, err := r.fs.Proc(pid)
+		if err != nil {
+			continue
+		}
+		st, err := p.Schedstat()
+		if err != nil {
+			continue // exited since, or no schedstat
+		}
+		if m == nil {
+			m = make(map[int]float64, len(pids))
+		}
+		m[pid] = float64(st.WaitingNanoseconds) / 1e9
+	}
+	return m
 }
 
 // serverCPU sums the CPU time of the server's process tree: every live
@@ -36,12 +61,12 @@ func (r *Reader) readProcesses(s *Snapshot) error {
 // daemon left to init), which Between floors at zero.
 //
 // The walk never enters this process, so the driver's CPU is not counted
-// as the server's as well when the server is an ancestor of it. A server
-// that has exited gives n == 0.
-func (r *Reader) serverCPU(self int) (seconds float64, n int, err error) {
+// as the server's as well when the server is an ancestor of it. It
+// returns the tree's PIDs; a server that has exited gives none.
+func (r *Reader) serverCPU(self int) (seconds float64, tree []int, err error) {
 	all, err := r.fs.AllProcs()
 	if err != nil {
-		return 0, 0, fmt.Errorf("list %s: %w", r.opts.ProcRoot, err)
+		return 0, nil, fmt.Errorf("list %s: %w", r.opts.ProcRoot, err)
 	}
 	ticks := make(map[int]float64, len(all))
 	children := make(map[int][]int, len(all)/4)
@@ -57,7 +82,7 @@ func (r *Reader) serverCPU(self int) (seconds float64, n int, err error) {
 	}
 	root := r.opts.ServerPID
 	if _, ok := ticks[root]; !ok {
-		return 0, 0, nil
+		return 0, nil, nil
 	}
 	// The stat files are not read at one instant, so a parent that exits
 	// and has its PID reused by a descendant can make a cycle; seen stops it.
@@ -68,7 +93,7 @@ func (r *Reader) serverCPU(self int) (seconds float64, n int, err error) {
 		pid := queue[0]
 		queue = queue[1:]
 		sum += ticks[pid]
-		n++
+		tree = append(tree, pid)
 		for _, c := range children[pid] {
 			if !seen[c] {
 				seen[c] = true
@@ -76,5 +101,5 @@ func (r *Reader) serverCPU(self int) (seconds float64, n int, err error) {
 			}
 		}
 	}
-	return sum / userHZ, n, nil
+	return sum / userHZ, tree, nil
 }

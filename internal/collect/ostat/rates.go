@@ -41,6 +41,11 @@ type Rates struct {
 	Load5  float64 `json:"load5"`  // instantaneous
 	Load15 float64 `json:"load15"` // instantaneous
 
+	// RunDelayPerS is the seconds runnable tasks waited for a CPU per
+	// second, over all CPUs: the mean number of tasks kept waiting by the
+	// scheduler (nil where the kernel does not keep /proc/schedstat).
+	RunDelayPerS *float64 `json:"run_delay_s_per_s,omitempty"`
+
 	// Pressure is nil where the kernel does not report it.
 	CPUPressure    *PressureRates `json:"cpu_pressure,omitempty"`
 	IOPressure     *PressureRates `json:"io_pressure,omitempty"`
@@ -67,6 +72,10 @@ type Rates struct {
 	SelfCPUPct     float64  `json:"self_cpu_pct"`
 	ServerCPUCores *float64 `json:"server_cpu_cores,omitempty"`
 	ServerCPUPct   *float64 `json:"server_cpu_pct,omitempty"`
+	// ServerRunDelayPerS is the seconds the server's processes waited for
+	// a CPU per second (their /proc/PID/schedstat run delay): the time the
+	// platform's scheduler took from the database.
+	ServerRunDelayPerS *float64 `json:"server_run_delay_s_per_s,omitempty"`
 	// Other is the host's busy CPU used by neither: the noise a
 	// comparison has to be read against. Floored at zero, since process
 	// and host times are sampled in different ticks.
@@ -118,6 +127,15 @@ func Between(a, b *Snapshot) Rates {
 	}
 	if d, ok := counterDelta(a.ContextSwitches, b.ContextSwitches); ok {
 		r.ContextSwitchesPerS = per(float64(d), secs)
+	}
+
+	if a.RunDelay != nil && b.RunDelay != nil {
+		v := per(secondsDelta(*a.RunDelay, *b.RunDelay), secs)
+		r.RunDelayPerS = &v
+	}
+	if d := serverRunDelay(a.ServerRunDelay, b.ServerRunDelay); d != nil {
+		v := per(*d, secs)
+		r.ServerRunDelayPerS = &v
 	}
 
 	r.Disks = disksBetween(a.Disks, b.Disks, secs)

@@ -1,0 +1,123 @@
+package pgstat
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// HostAccess tells whether the connection's role may read the server
+// host's files with pg_read_file: a superuser, or a member of
+// pg_read_server_files. When it may not, warning is one line naming the
+// GRANT that would let it.
+func HostAccess(ctx context.Context, c target.Conn) (ok bool, warning string, err error) {
+	var role string
+	err = c.QueryRow(ctx, `SELECT current_user::text,
+		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)
+		OR pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')`).Scan(&role, &ok)
+	if err != nil {
+		return false, "", fmt.Errorf("check the role's privileges: %w", err)
+	}
+	if !ok {
+		warning = fmt.Sprintf("the database host's OS figures, DB CPU and disclosure need its /proc and /sys: as a superuser run GRANT pg_read_server_files TO %s; or give --db-host-metrics http://DBHOST:9100/metrics (node_exporter)",
+			pgx.Identifier{role}.Sanitize())
+	}
+	return ok, warning, nil
+}
+
+// HostFiles reads files of the server's host through pg_read_file, each
+// reading one statement (one transaction in the server's counters).
+type HostFiles struct {
+	c     target.Conn
+	reads int64
+}
+
+// NewHostFiles reads through c, whose role HostAccess has allowed.
+func NewHostFiles(c target.Conn) *HostFiles { return &HostFiles{c: c} }
+
+// Reads is the number of statements sent.
+func (h *HostFiles) Reads() int64 { return h.reads }
+
+// Size limits: pg_read_file allocates the length asked for, so each file
+// gets what its kind needs, not one large bound.
+const (
+	hostFileMax = 256 << 10 // /proc/diskstats of a host with hundreds of devices
+	procFileMax = 4 << 10   // /proc/PID/stat and schedstat: one line
+)
+
+// Read returns the contents of the paths that exist (a missing one is
+// absent) and, with procs, the /proc/PID/stat and /proc/PID/schedstat of
+// the server's processes: the postmaster (from postmaster.pid in the data
+// directory) and every process pg_stat_activity lists, background
+// processes included. postmaster is 0 when it could not be read.
+func (h *HostFiles) Read(ctx context.Context, paths []string, procs bool) (files map[string][]byte, postmaster int, err error) {
+	q := `SELECT p, pg_read_file(p, 0, $2, true) FROM unnest($1::text[]) AS p`
+	if procs {
+		q += `
+UNION ALL
+SELECT 'postmaster.pid', pg_read_file('postmaster.pid', 0, 64, true)
+UNION ALL
+SELECT f, pg_read_file(f, 0, $3, true)
+FROM (SELECT '/proc/' || pid || '/' || x AS f
+      FROM (SELECT pid FROM pg_stat_activity
+            UNION SELECT nullif(split_part(pg_read_file('postmaster.pid', 0, 64, true), E'\n', 1), '')::int) s,
+           unnest(ARRAY['stat', 'schedstat']) AS x
+      WHERE pid IS NOT NULL) g`
+	}
+	args := []any{paths, hostFileMax}
+	if procs {
+		args = append(args, procFileMax)
+	}
+	h.reads++
+	rows, err := h.c.Query(ctx, q, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the database host's files: %w", err)
+	}
+	defer rows.Close()
+	files = make(map[string][]byte, len(paths)+16)
+	for rows.Next() {
+		var p string
+		var content *string
+		if err := rows.Scan(&p, &content); err != nil {
+			return nil, 0, fmt.Errorf("read the database host's files: %w", err)
+		}
+		if content == nil {
+			continue
+		}
+		if p == "postmaster.pid" { // the data directory's, relative: no path of the host
+			postmaster, _ = strconv.Atoi(strings.TrimSpace(strings.SplitN(*content, "\n", 2)[0]))
+			continue
+		}
+		files[p] = []byte(*content)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read the database host's files: %w", err)
+	}
+	return files, postmaster, nil
+}
+
+// List returns the names in a directory of the server's host, or an
+// error where the role may not list it (pg_ls_dir is a superuser's unless
+// granted).
+func (h *HostFiles) List(ctx context.Context, dir string) ([]string, error) {
+	h.reads++
+	rows, err := h.c.Query(ctx, `SELECT pg_ls_dir($1, true, false)`, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}

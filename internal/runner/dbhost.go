@@ -1,0 +1,185 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/collect/dbhost"
+	"github.com/dbparity/dbparity/internal/collect/pgstat"
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// DBHostModes are the values --db-host takes.
+var DBHostModes = []string{"auto", dbhost.Local, dbhost.SQL, dbhost.NodeExporter, dbhost.None}
+
+// validateDBHost checks --db-host and --db-host-metrics together.
+func (o CollectOptions) validateDBHost() error {
+	switch o.DBHost {
+	case "", "auto", dbhost.Local, dbhost.SQL, dbhost.None:
+	case dbhost.NodeExporter:
+		if o.DBHostMetrics == "" {
+			return usage("--db-host node-exporter needs --db-host-metrics http://HOST:9100/metrics")
+		}
+	default:
+		return usage("--db-host %q: use one of %s", o.DBHost, strings.Join(DBHostModes, ", "))
+	}
+	if o.DBHostMetrics != "" && !strings.HasPrefix(o.DBHostMetrics, "http://") && !strings.HasPrefix(o.DBHostMetrics, "https://") {
+		return usage("--db-host-metrics %q: give the node_exporter's URL, for example http://dbhost:9100/metrics", o.DBHostMetrics)
+	}
+	return nil
+}
+
+// hostChoice is how the database host is observed in one run.
+type hostChoice struct {
+	src  dbhost.Source // nil: the database host cannot be seen
+	name string        // src's name, or "none"
+	// local is true when src reads this host, which is then the driver's
+	// host as well.
+	local bool
+	// keepConn is true when src reads through the connection given to
+	// chooseHost, which must then stay open.
+	keepConn bool
+	// warning says why the database host is not seen, or only in part.
+	warning string
+}
+
+// chooseHost picks the database host's source: local when the database
+// runs on this host, else node_exporter when given, else the database's
+// own connection when its role may read the host's files; --db-host
+// forces one. pg is a collector connection of a PostgreSQL target for the
+// sql source alone (nil for SQLite). serverPID is the server's main
+// process on this host, 0 when unknown.
+func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn, serverPID int) (hostChoice, error) {
+	onHost := t.OnThisHost() || t.managed != nil || o.DBPID > 0
+	mode := o.DBHost
+	if mode == "" || mode == "auto" {
+		switch {
+		case onHost:
+			mode = dbhost.Local
+		case o.DBHostMetrics != "":
+			mode = dbhost.NodeExporter
+		default:
+			mode = dbhost.SQL
+		}
+	}
+	switch mode {
+	case dbhost.Local:
+		src, err := dbhost.NewLocal(serverPID)
+		if err != nil {
+			return hostChoice{}, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
+		}
+		return hostChoice{src: src, name: dbhost.Local, local: true}, nil
+	case dbhost.NodeExporter:
+		src, err := dbhost.NewNodeExporter(o.DBHostMetrics, o.StatementTimeout)
+		if err != nil {
+			return hostChoice{}, UsageError{fmt.Errorf("--db-host-metrics: %w", err)}
+		}
+		rctx, cancel := context.WithTimeout(ctx, o.StatementTimeout)
+		_, err = src.Read(rctx)
+		cancel()
+		if err != nil {
+			src.Close()
+			return hostChoice{}, UsageError{fmt.Errorf("--db-host-metrics: %w (is node_exporter running there?)", err)}
+		}
+		hc := hostChoice{src: src, name: dbhost.NodeExporter}
+		// node_exporter sees no processes: the server's CPU comes from the
+		// database's connection when its role may read the host's files.
+		if why, sq := trySQL(ctx, t, o, pg); sq.src != nil {
+			hc.src, hc.keepConn = dbhost.WithServer(src, sq.src), true
+		} else {
+			hc.warning = "no DB CPU: " + why
+		}
+		return hc, nil
+	case dbhost.SQL:
+		why, hc := trySQL(ctx, t, o, pg)
+		if hc.src == nil {
+			return hostChoice{name: dbhost.None, warning: why}, nil
+		}
+		return hc, nil
+	}
+	return hostChoice{name: dbhost.None, warning: "--db-host none: the database host's OS figures and disclosure are not collected"}, nil
+}
+
+// trySQL opens the sql source when the target is PostgreSQL and its
+// role may read the host's files; otherwise why says what would enable it.
+func trySQL(ctx context.Context, t *opened, o CollectOptions, pg target.Conn) (why string, hc hostChoice) {
+	if t.Dialect != target.Postgres || pg == nil {
+		return "the database host is not this host and cannot be read through an SQLite target: give --db-host-metrics (node_exporter)", hostChoice{}
+	}
+	ok, warning, err := pgstat.HostAccess(ctx, pg)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("cannot tell whether the role may read the database host's files: %v", err), hostChoice{}
+	case !ok:
+		return warning, hostChoice{}
+	}
+	src, err := dbhost.NewSQL(ctx, pg)
+	if err == nil {
+		rctx, cancel := context.WithTimeout(ctx, o.StatementTimeout)
+		_, err = src.Read(rctx)
+		cancel()
+		if err != nil {
+			src.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("the database host's files cannot be read through the database: %v", err), hostChoice{}
+	}
+	return "", hostChoice{src: src, name: dbhost.SQL, keepConn: true}
+}
+
+// localServerPID finds the main process of a PostgreSQL server on this
+// host from the backend that serves c: its parent, when it is a postgres
+// process here (a server in a container with its own PID namespace has
+// another PID here, and is not found). 0 when not found.
+func localServerPID(ctx context.Context, c target.Conn) int {
+	var backend int
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.QueryRow(qctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil || backend <= 0 {
+		return 0
+	}
+	comm, ppid, ok := procStat(backend)
+	if !ok || comm != "postgres" {
+		return 0
+	}
+	if pcomm, _, ok := procStat(ppid); !ok || (pcomm != "postgres" && pcomm != "postmaster") {
+		return 0
+	}
+	return ppid
+}
+
+// procStat reads a process's command name and parent from /proc/PID/stat.
+func procStat(pid int) (comm string, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return s[open+1 : end], ppid, err == nil
+}
+
+// serverDataDir is the server's data directory as it reports it (on its
+// own host), or "" when the role may not read it.
+func serverDataDir(ctx context.Context, c target.Conn) string {
+	var dir string
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.QueryRow(qctx, "SELECT current_setting('data_directory')").Scan(&dir); err != nil {
+		return ""
+	}
+	return dir
+}
