@@ -22,7 +22,8 @@ type sqlSource struct {
 	files  *pgstat.HostFiles
 	mirror *hostfs.Mirror
 	reader *ostat.Reader
-	pid    int // the postmaster the reader walks from
+	pid    int   // the postmaster the reader walks from
+	seen   []int // the server processes of the last reading
 }
 
 // counterFiles are the host's cumulative counters, read every interval.
@@ -51,7 +52,7 @@ func (s *sqlSource) Close() error { return s.mirror.Close() }
 // the round trip, when the server read the files.
 func (s *sqlSource) Read(ctx context.Context) (*ostat.Snapshot, error) {
 	start := time.Now()
-	files, postmaster, err := s.files.Read(ctx, counterFiles, true)
+	files, postmaster, err := s.files.Read(ctx, counterFiles, true, s.seen...)
 	at := start.Add(time.Since(start) / 2)
 	if err != nil {
 		return nil, err
@@ -60,10 +61,14 @@ func (s *sqlSource) Read(ctx context.Context) (*ostat.Snapshot, error) {
 		return nil, errors.New("the database server cannot read its host's /proc/stat (a container that hides it?)")
 	}
 	live := map[string]bool{}
+	s.seen = s.seen[:0]
 	for p := range files {
 		if rest, ok := strings.CutPrefix(p, "/proc/"); ok {
-			if pid, _, ok := strings.Cut(rest, "/"); ok {
+			if pid, file, ok := strings.Cut(rest, "/"); ok {
 				live[pid] = true
+				if n, err := strconv.Atoi(pid); err == nil && file == "stat" {
+					s.seen = append(s.seen, n)
+				}
 			}
 		}
 	}

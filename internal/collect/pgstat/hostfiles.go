@@ -25,9 +25,24 @@ func HostAccess(ctx context.Context, c target.Conn) (ok bool, warning string, er
 	}
 	if !ok {
 		warning = fmt.Sprintf("the database host's OS figures, DB CPU and disclosure need its /proc and /sys: as a superuser run GRANT pg_read_server_files TO %s; or give --db-host-metrics http://DBHOST:9100/metrics (node_exporter)",
-			pgx.Identifier{role}.Sanitize())
+			quoteRole(role))
 	}
 	return ok, warning, nil
+}
+
+// quoteRole writes a role name as SQL takes it: bare when it is a plain
+// lower-case name, else double-quoted.
+func quoteRole(role string) string {
+	plain := role != ""
+	for i, r := range role {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+		}
+	}
+	if plain && role != "user" && role != "public" {
+		return role
+	}
+	return pgx.Identifier{role}.Sanitize()
 }
 
 // HostFiles reads files of the server's host through pg_read_file, each
@@ -53,9 +68,13 @@ const (
 // Read returns the contents of the paths that exist (a missing one is
 // absent) and, with procs, the /proc/PID/stat and /proc/PID/schedstat of
 // the server's processes: the postmaster (from postmaster.pid in the data
-// directory) and every process pg_stat_activity lists, background
-// processes included. postmaster is 0 when it could not be read.
-func (h *HostFiles) Read(ctx context.Context, paths []string, procs bool) (files map[string][]byte, postmaster int, err error) {
+// directory), every process pg_stat_activity lists, background processes
+// included, and the processes of also (the last reading's). A backend
+// leaves pg_stat_activity before its process exits and is reaped, and
+// only then is its CPU time in the postmaster's cutime: asking for the
+// PIDs seen before keeps its time counted until then. postmaster is 0
+// when it could not be read.
+func (h *HostFiles) Read(ctx context.Context, paths []string, procs bool, also ...int) (files map[string][]byte, postmaster int, err error) {
 	q := `SELECT p, pg_read_file(p, 0, $2, true) FROM unnest($1::text[]) AS p`
 	if procs {
 		q += `
@@ -65,13 +84,17 @@ UNION ALL
 SELECT f, pg_read_file(f, 0, $3, true)
 FROM (SELECT '/proc/' || pid || '/' || x AS f
       FROM (SELECT pid FROM pg_stat_activity
-            UNION SELECT nullif(split_part(pg_read_file('postmaster.pid', 0, 64, true), E'\n', 1), '')::int) s,
+            UNION SELECT nullif(split_part(pg_read_file('postmaster.pid', 0, 64, true), E'\n', 1), '')::int
+            UNION SELECT unnest($4::int[])) s,
            unnest(ARRAY['stat', 'schedstat']) AS x
       WHERE pid IS NOT NULL) g`
 	}
 	args := []any{paths, hostFileMax}
 	if procs {
-		args = append(args, procFileMax)
+		if also == nil {
+			also = []int{}
+		}
+		args = append(args, procFileMax, also)
 	}
 	h.reads++
 	rows, err := h.c.Query(ctx, q, args...)

@@ -1,0 +1,153 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/collect/disclose"
+	"github.com/dbparity/dbparity/internal/collect/nodeexp/exportertest"
+	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// The non-local sources of the database host, forced against a local
+// server so that "remote" is exercised on loopback: each run's database
+// host figures (from sql or node_exporter) must agree with this host's
+// /proc, which the same run reads at the same window edges as the driver's
+// host. A role that may not read the host's files gets one warning naming
+// the GRANT, and the run still succeeds.
+func TestDatabaseHostSources(t *testing.T) {
+	tg, inst := managedServer(t, "fsync=on") // commits reach the disk, so disk counts move
+	ctx := context.Background()
+	c, out := common(t, tg)
+	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+		t.Fatalf("load: %v\n%s", err, out)
+	}
+	local := disclose.Host(disclose.Options{})
+	localStorage := disclose.Storage(disclose.Options{}, inst.DataDir)
+
+	run := func(t *testing.T, tg Target, co CollectOptions) *result.Run {
+		t.Helper()
+		c, out := common(t, tg)
+		path := filepath.Join(t.TempDir(), "run.json")
+		err := Run(ctx, RunOptions{Common: c, Users: 2, Duration: 3 * time.Second, Warmup: time.Second,
+			Label: "test", Out: path, Command: []string{"dbparity", "run"}, Collect: co})
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+		r, err := result.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Failed {
+			t.Fatalf("run failed: %s", r.FailedReason)
+		}
+		return r
+	}
+
+	for _, src := range []string{"sql", "node-exporter"} {
+		t.Run(src, func(t *testing.T) {
+			co := CollectOptions{DBHost: src}
+			if src == "node-exporter" {
+				co.DBHostMetrics = exportertest.Start(t)
+			}
+			r := run(t, tg, co)
+			if r.OS == nil || r.DriverOS == nil {
+				t.Fatalf("want the database host's OS and the driver's apart; os %v, driver_os %v (warnings %q)", r.OS != nil, r.DriverOS != nil, r.Warnings)
+			}
+			if r.OS.Source != src || r.Disclosure.HostSource != src || r.DriverOS.Source != "local" {
+				t.Errorf("sources: os %q, disclosure %q, driver %q", r.OS.Source, r.Disclosure.HostSource, r.DriverOS.Source)
+			}
+			agree(t, r.OS.Window, r.DriverOS.Window)
+			// DB CPU comes from the server's processes through sql (with
+			// node-exporter too: the test's role is a superuser).
+			busy := r.OS.Window.CPUBusyPct / 100 * float64(r.OS.Window.NumCPU)
+			if r.OS.Window.ServerCPUCores == nil || *r.OS.Window.ServerCPUCores <= 0.05 || *r.OS.Window.ServerCPUCores > busy+0.05 {
+				var per []float64
+				for _, p := range r.OS.Series {
+					if p.ServerCPUCores != nil {
+						per = append(per, *p.ServerCPUCores)
+					}
+				}
+				t.Errorf("DB CPU from the %s source: %v cores of %.2f busy; series %v", src, r.OS.Window.ServerCPUCores, busy, per)
+			}
+			h := r.Disclosure.Host
+			if h.Kernel == "" || h.Kernel != local.Kernel || h.Hostname != local.Hostname {
+				t.Errorf("database host disclosed as kernel %q host %q; this host is %q %q", h.Kernel, h.Hostname, local.Kernel, local.Hostname)
+			}
+			if r.Disclosure.DriverHost == nil || r.Disclosure.DriverHost.Kernel != local.Kernel {
+				t.Errorf("the driver's host is not disclosed apart: %+v", r.Disclosure.DriverHost)
+			}
+			st := r.Disclosure.Storage
+			if st == nil || st.MountPoint != localStorage.MountPoint {
+				t.Fatalf("storage under the data directory: %+v; locally %+v", st, localStorage)
+			}
+			if localStorage.Device != nil {
+				want := localStorage.Device.Name
+				if st.Device == nil || st.Device.Name != want {
+					t.Errorf("data device %+v, locally %q", st.Device, want)
+				}
+			}
+		})
+	}
+
+	t.Run("unprivileged", func(t *testing.T) {
+		execSQL(t, tg, `CREATE ROLE bench LOGIN`)
+		execSQL(t, tg, `GRANT ALL ON ALL TABLES IN SCHEMA public TO bench`)
+		execSQL(t, tg, `GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO bench`)
+		bench := Target{URL: strings.Replace(inst.URL(), "//"+inst.User+"@", "//bench@", 1)}
+		r := run(t, bench, CollectOptions{DBHost: "sql"})
+		var grant []string
+		for _, w := range r.Warnings {
+			if strings.Contains(w, "GRANT pg_read_server_files TO bench") {
+				grant = append(grant, w)
+			}
+		}
+		if len(grant) != 1 {
+			t.Errorf("want one warning naming the GRANT, got %d in %q", len(grant), r.Warnings)
+		}
+		if r.OS != nil || r.Disclosure.HostSource != "none" || r.DriverOS == nil {
+			t.Errorf("an unseen database host must not borrow this host's figures: os %v, source %q, driver_os %v",
+				r.OS != nil, r.Disclosure.HostSource, r.DriverOS != nil)
+		}
+	})
+}
+
+// agree checks two readings of one host over one window: the tolerances
+// of the issue (2%), with an absolute slack for small counts, where one
+// operation either side of an edge is already a percent.
+func agree(t *testing.T, got, want ostat.Rates) {
+	t.Helper()
+	secs := want.IntervalS
+	near := func(what string, g, w, slack float64) {
+		t.Helper()
+		if math.Abs(g-w) > 0.02*math.Abs(w)+slack {
+			t.Errorf("%s: %.1f from the database host's source, %.1f from /proc here", what, g, w)
+		}
+	}
+	cores := func(r ostat.Rates, pct float64) float64 { return pct / 100 * float64(r.NumCPU) * r.IntervalS }
+	// CPU seconds: /proc/stat counts in ticks of 10 ms per CPU.
+	near("busy CPU seconds", cores(got, got.CPUBusyPct), cores(want, want.CPUBusyPct), 0.02*float64(want.NumCPU))
+	near("user CPU seconds", cores(got, got.CPUUserPct), cores(want, want.CPUUserPct), 0.02*float64(want.NumCPU))
+	near("system CPU seconds", cores(got, got.CPUSystemPct), cores(want, want.CPUSystemPct), 0.02*float64(want.NumCPU))
+	// Counts: the sources read a few ms apart at each edge.
+	near("context switches", got.ContextSwitchesPerS*got.IntervalS, want.ContextSwitchesPerS*secs, 200)
+	near("interrupts", got.InterruptsPerS*got.IntervalS, want.InterruptsPerS*secs, 200)
+	ios := func(r ostat.Rates) (n float64) {
+		for _, d := range r.Disks {
+			n += (d.ReadsPerS + d.WritesPerS) * r.IntervalS
+		}
+		return n
+	}
+	near("disk IOs", ios(got), ios(want), 5)
+	if ios(want) < 50 {
+		t.Errorf("only %.0f disk IOs in the window: the test does not exercise the disk counters", ios(want))
+	}
+	if math.Abs(got.IntervalS-secs) > 0.05 {
+		t.Errorf("windows of %.3f s and %.3f s: the sources were read at different edges", got.IntervalS, secs)
+	}
+}
