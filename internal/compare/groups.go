@@ -271,6 +271,9 @@ func Drift(r *result.Run) float64 {
 type Difference struct {
 	Key    string   `json:"key"`
 	Values []string `json:"values"` // one per group, "" where absent
+	// Driver marks a fact of the driver's host, not of the platform
+	// under test (when the database ran on another host).
+	Driver bool `json:"driver_host,omitempty"`
 }
 
 // volatile facts change between any two runs and say nothing of the platform.
@@ -284,11 +287,7 @@ func DisclosureDiff(gs []Group) []Difference {
 	flat := make([]map[string]string, len(gs))
 	keys := map[string]bool{}
 	for i, g := range gs {
-		r := g.Runs[0]
-		flat[i] = map[string]string{}
-		flatten("", toMap(map[string]any{"disclosure": r.Disclosure, "target": r.Target, "workload": r.Workload.Params,
-			"driver": map[string]any{"users": r.Driver.Users, "warmup_s": r.Driver.WarmupS, "duration_s": r.Driver.DurationS},
-			"host":   map[string]any{"kernel": r.Host.Kernel, "cpu_model": r.Host.CPUModel, "cores": r.Host.Cores, "memory_bytes": r.Host.MemoryBytes}}), flat[i])
+		flat[i] = facts(g.Runs[0])
 		for k := range flat[i] {
 			keys[k] = true
 		}
@@ -305,6 +304,7 @@ func DisclosureDiff(gs []Group) []Difference {
 			differs = differs || flat[i][k] != flat[0][k]
 		}
 		if differs {
+			d.Driver = strings.HasPrefix(k, "host.") || strings.HasPrefix(k, "disclosure.driver_host.")
 			out = append(out, d)
 		}
 	}
@@ -313,12 +313,17 @@ func DisclosureDiff(gs []Group) []Difference {
 }
 
 // facts flattens what a run discloses (host, storage, database, target,
-// workload parameters, how the load was driven) to "a.b.c" → value.
+// workload parameters, how the load was driven) to "a.b.c" → value. The
+// basic facts of the driver's host ("host.") are left out when the
+// database ran on that host: "disclosure.host." has them in full.
 func facts(r *result.Run) map[string]string {
+	m := map[string]any{"disclosure": r.Disclosure, "target": r.Target, "workload": r.Workload.Params,
+		"driver": map[string]any{"users": r.Driver.Users, "warmup_s": r.Driver.WarmupS, "duration_s": r.Driver.DurationS}}
+	if hostSource(r) != "local" {
+		m["host"] = map[string]any{"kernel": r.Host.Kernel, "cpu_model": r.Host.CPUModel, "cores": r.Host.Cores, "memory_bytes": r.Host.MemoryBytes}
+	}
 	out := map[string]string{}
-	flatten("", toMap(map[string]any{"disclosure": r.Disclosure, "target": r.Target, "workload": r.Workload.Params,
-		"driver": map[string]any{"users": r.Driver.Users, "warmup_s": r.Driver.WarmupS, "duration_s": r.Driver.DurationS},
-		"host":   map[string]any{"kernel": r.Host.Kernel, "cpu_model": r.Host.CPUModel, "cores": r.Host.Cores, "memory_bytes": r.Host.MemoryBytes}}), out)
+	flatten("", toMap(m), out)
 	return out
 }
 

@@ -50,6 +50,7 @@ func (c *Comparison) Tables() []Table {
 	for i, g := range c.Groups[1:] {
 		t := Table{Title: fmt.Sprintf("%s against %s (ratio %s/%s; Holm-corrected across these metrics)", g.Label, base.Label, g.Label, base.Label),
 			Columns: []string{"metric", "verdict"}}
+
 		for _, v := range c.Verdicts[i] {
 			t.Rows = append(t.Rows, []string{v.Metric, v.String()})
 			for _, n := range v.Notes {
@@ -57,6 +58,15 @@ func (c *Comparison) Tables() []Table {
 			}
 		}
 		ts = append(ts, t)
+	}
+	pw := Table{Title: "where the platform took time (database hosts, group medians)", Columns: []string{"finding"}}
+	for _, g := range c.Groups[1:] {
+		if s := compare.PlatformSentence(base, g); s != "" {
+			pw.Rows = append(pw.Rows, []string{s})
+		}
+	}
+	if len(pw.Rows) > 0 {
+		ts = append(ts, pw)
 	}
 	if len(c.Notes) > 0 {
 		t := Table{Title: "runs to read with care", Columns: []string{"note"}}
@@ -71,7 +81,7 @@ func (c *Comparison) Tables() []Table {
 		ts = append(ts, *t)
 	}
 	ts = append(ts, c.histograms()...)
-	for _, f := range []func() *Table{c.os, c.diff} {
+	for _, f := range []func() *Table{c.os, c.driverHost, c.diff, c.driverDiff} {
 		if t := f(); t != nil {
 			ts = append(ts, *t)
 		}
@@ -436,7 +446,7 @@ func (c *Comparison) os() *Table {
 	if c.Groups[0].Runs[0].OS == nil {
 		return nil
 	}
-	t := c.header("os (measured window)")
+	t := c.header("database host os (measured window; source: " + compare.HostSources(c.Groups) + ")")
 	get := func(f func(x *result.OS) float64) []float64 {
 		return c.medians(func(r *result.Run) float64 {
 			if r.OS == nil {
@@ -449,6 +459,7 @@ func (c *Comparison) os() *Table {
 		name string
 		f    func(o *result.OS) float64
 	}{
+		{"cpu busy %", func(o *result.OS) float64 { return o.Window.CPUBusyPct }},
 		{"cpu user %", func(o *result.OS) float64 { return o.Window.CPUUserPct }},
 		{"cpu sys %", func(o *result.OS) float64 { return o.Window.CPUSystemPct }},
 		{"cpu iowait %", func(o *result.OS) float64 { return o.Window.CPUIowaitPct }},
@@ -471,11 +482,60 @@ func (c *Comparison) os() *Table {
 			}
 			return n
 		}},
+		{"network MB/s", func(o *result.OS) float64 {
+			var n float64
+			for _, x := range o.Window.Nets {
+				n += x.RxMBPerS + x.TxMBPerS
+			}
+			return n
+		}},
 	}
 	for _, r := range rows {
 		c.row(&t, r.name, get(r.f))
 	}
+	// Where the platform took time, in seconds per second.
+	for _, pw := range compare.PlatformWaits {
+		c.row(&t, pw.Short+" s/s", get(func(o *result.OS) float64 {
+			if v, ok := pw.Get(o.Window); ok {
+				return v
+			}
+			return math.NaN()
+		}))
+	}
 	return &t
+}
+
+// driverHost is the driver hosts' CPU, when a database ran on another
+// host: it shows whether the driver was the bottleneck.
+func (c *Comparison) driverHost() *Table {
+	any := false
+	for _, g := range c.Groups {
+		for _, r := range g.Runs {
+			any = any || r.DriverOS != nil
+		}
+	}
+	if !any {
+		return nil
+	}
+	t := c.header("driver host (not the platform under test)")
+	get := func(f func(x ostat.Rates) float64) []float64 {
+		return c.medians(func(r *result.Run) float64 {
+			switch {
+			case r.DriverOS != nil:
+				return f(r.DriverOS.Window)
+			case r.OS != nil && hostLocal(r):
+				return f(r.OS.Window) // the same host
+			}
+			return math.NaN()
+		})
+	}
+	c.row(&t, "cpu busy %", get(func(x ostat.Rates) float64 { return x.CPUBusyPct }))
+	c.row(&t, "dbparity cores", get(func(x ostat.Rates) float64 { return x.SelfCPUCores }))
+	return &t
+}
+
+func hostLocal(r *result.Run) bool {
+	return r.OS != nil && (r.OS.Source == "" || r.OS.Source == "local")
 }
 
 // dataDisk is f of the device under the database's files, or NaN.
@@ -493,10 +553,38 @@ func (c *Comparison) diff() *Table {
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label)
 	}
-	if len(c.Diff) == 0 {
+	platform := 0
+	for _, d := range c.Diff {
+		if !d.Driver {
+			platform++
+		}
+	}
+	if platform == 0 {
 		t.Rows = append(t.Rows, append([]string{"nothing disclosed differs"}, make([]string, len(c.Groups))...))
 	}
-	for _, d := range c.Diff {
+	diffRows(t, c.Diff, false)
+	return t
+}
+
+// driverDiff lists what differs between the driver hosts, apart from the
+// platforms' differences.
+func (c *Comparison) driverDiff() *Table {
+	t := &Table{Title: "what differs between the driver hosts (not the platform under test)", Columns: []string{"fact"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label)
+	}
+	diffRows(t, c.Diff, true)
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+func diffRows(t *Table, diffs []compare.Difference, driver bool) {
+	for _, d := range diffs {
+		if d.Driver != driver {
+			continue
+		}
 		row := []string{d.Key}
 		for _, v := range d.Values {
 			if v == "" {
@@ -506,5 +594,4 @@ func (c *Comparison) diff() *Table {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	return t
 }

@@ -179,30 +179,45 @@ func bar(pct float64) string {
 	return string(b)
 }
 
-func osText(w io.Writer, o *result.OS, embedded bool) error {
+// sourceNames says where a host's figures came from, for titles.
+var sourceNames = map[string]string{
+	"":              "local /proc",
+	"local":         "local /proc",
+	"sql":           "sql: the host's /proc read through the database connection",
+	"node-exporter": "node_exporter",
+}
+
+func osText(w io.Writer, r *result.Run) error {
+	p := &printer{w: w}
+	o := r.OS
 	if o == nil {
-		return nil
+		if r.Disclosure != nil && r.Disclosure.HostSource == "none" {
+			p.f("\n  database host: not observed (give --db-host-metrics URL of its node_exporter, or GRANT pg_read_server_files to the role)\n")
+		}
+		driverHostText(p, r)
+		return p.err
 	}
 	x := o.Window
-	p := &printer{w: w}
-	p.f("\n  os (measured window, %.1f s, %d CPUs)\n", x.IntervalS, x.NumCPU)
+	local := o.Source == "" || o.Source == "local"
+	p.f("\n  database host os (source: %s; measured window, %.1f s, %d CPUs)\n", sourceNames[o.Source], x.IntervalS, x.NumCPU)
 	p.f("    cpu         user %.1f%%  nice %.1f%%  sys %.1f%%  iowait %.1f%%  irq %.1f%%  softirq %.1f%%  steal %.1f%%  idle %.1f%%\n",
 		x.CPUUserPct, x.CPUNicePct, x.CPUSystemPct, x.CPUIowaitPct, x.CPUIRQPct, x.CPUSoftIRQPct, x.CPUStealPct, x.CPUIdlePct)
-	server := "not on this host, or not named (--db-pid)"
+	server := "n/a (not on this host and not readable through the database: --db-pid, or GRANT pg_read_server_files)"
 	switch {
-	case embedded:
+	case r.Target.Dialect == "sqlite":
 		server = "inside dbparity"
 	case x.ServerCPUCores != nil:
 		server = fmt.Sprintf("%.2f cores (%.1f%%)", *x.ServerCPUCores, *x.ServerCPUPct)
 	}
-	p.f("    cpu used by dbparity %.2f cores (%.1f%%), database %s, other %.2f cores (%.1f%%)\n",
-		x.SelfCPUCores, x.SelfCPUPct, server, x.OtherCPUCores, x.OtherCPUPct)
+	if local {
+		p.f("    cpu used by dbparity %.2f cores (%.1f%%), database %s, other %.2f cores (%.1f%%)\n",
+			x.SelfCPUCores, x.SelfCPUPct, server, x.OtherCPUCores, x.OtherCPUPct)
+	} else {
+		p.f("    cpu used by the database %s, other %.2f cores (%.1f%%)\n", server, x.OtherCPUCores, x.OtherCPUPct)
+	}
+	platformWaitsText(p, x, r.Summarize().TPS)
 	p.f("    interrupts  %.0f/s   context switches %.0f/s   load %.2f %.2f %.2f   running %d blocked %d\n",
 		x.InterruptsPerS, x.ContextSwitchesPerS, x.Load1, x.Load5, x.Load15, x.ProcsRunning, x.ProcsBlocked)
-	if x.CPUPressure != nil || x.IOPressure != nil || x.MemoryPressure != nil {
-		p.f("    pressure    cpu %s   io %s   memory %s (stalled share of the window)\n",
-			pressure(x.CPUPressure), pressure(x.IOPressure), pressure(x.MemoryPressure))
-	}
 	p.f("    memory      used %.0f MB  cached %.0f MB (shared %.0f)  dirty %.0f MB  available %.0f MB of %.0f MB\n",
 		x.MemUsedMB, x.MemCachedMB, x.MemShmemMB, x.MemDirtyMB, x.MemAvailableMB, x.MemTotalMB)
 	if p.err != nil {
@@ -227,16 +242,47 @@ func osText(w io.Writer, o *result.OS, embedded bool) error {
 		}
 		p.f("    %-16s %9.0f %9.0f %8.2f %8.2f\n", n.Name, n.RxPacketsPerS, n.TxPacketsPerS, n.RxMBPerS, n.TxMBPerS)
 	}
+	driverHostText(p, r)
 	return p.err
 }
 
-func pressure(p *ostat.PressureRates) string {
-	if p == nil {
-		return "n/a"
+// platformWaitsText prints where the platform took time: the server's
+// and the host's run-queue delay, steal and pressure stall, as seconds
+// per second and per transaction.
+func platformWaitsText(p *printer, x ostat.Rates, tps float64) {
+	f := func(v *float64) string {
+		if v == nil {
+			return "n/a"
+		}
+		if tps > 0 {
+			return fmt.Sprintf("%.3f s/s (%.3f ms/tx)", *v, *v/tps*1000)
+		}
+		return fmt.Sprintf("%.3f s/s", *v)
 	}
-	s := fmt.Sprintf("some %.1f%%", p.SomePct)
-	if p.FullPct != nil {
-		s += fmt.Sprintf(" full %.1f%%", *p.FullPct)
+	stall := func(pr *ostat.PressureRates) *float64 {
+		if pr == nil {
+			return nil
+		}
+		v := pr.SomePct / 100
+		return &v
 	}
-	return s
+	steal := x.CPUStealPct / 100 * float64(x.NumCPU)
+	p.f("    platform    run-queue delay: server %s, host %s; steal %s\n", f(x.ServerRunDelayPerS), f(x.RunDelayPerS), f(&steal))
+	p.f("                pressure stall (some): cpu %s, io %s, memory %s\n", f(stall(x.CPUPressure)), f(stall(x.IOPressure)), f(stall(x.MemoryPressure)))
+}
+
+// driverHostText prints the driver's host when it is not the database
+// host: its CPU shows whether the driver was the bottleneck.
+func driverHostText(p *printer, r *result.Run) {
+	d := r.DriverOS
+	if d == nil {
+		return
+	}
+	x := d.Window
+	name := r.Host.Hostname
+	if r.Disclosure != nil && r.Disclosure.DriverHost != nil && r.Disclosure.DriverHost.Hostname != "" {
+		name = r.Disclosure.DriverHost.Hostname
+	}
+	p.f("\n  driver host %s (local /proc, %d CPUs): busy %.1f%%, dbparity %.2f cores (%.1f%%), steal %.1f%%\n",
+		name, x.NumCPU, x.CPUBusyPct, x.SelfCPUCores, x.SelfCPUPct, x.CPUStealPct)
 }

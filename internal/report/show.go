@@ -76,7 +76,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		func() error { return replayText(w, r, o) },
 		func() error { return waitsText(w, r.Waits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
-		func() error { return osText(w, r.OS, r.Target.Dialect == "sqlite") },
+		func() error { return osText(w, r) },
 	} {
 		if err := f(); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
@@ -169,5 +170,43 @@ func TestCompareText(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("CSV lacks the throughput row: %q", recs)
+	}
+}
+
+// A database host read another way names its source, never claims
+// dbparity's CPU on it, shows where the platform took time, and puts the
+// driver's host apart; one that could not be seen says how to see it.
+func TestShowDatabaseHostSources(t *testing.T) {
+	r := sample(t)
+	r.OS.Source = "sql"
+	r.OS.Window.ServerRunDelayPerS = f(0.21)
+	r.DriverOS = &result.OS{Source: "local", Window: ostat.Rates{NumCPU: 4, CPUBusyPct: 30, SelfCPUCores: 1.1, SelfCPUPct: 27.5}}
+	r.Disclosure = &result.Disclosure{HostSource: "sql", DriverHost: &disclose.HostInfo{Hostname: "client1"}}
+	var out bytes.Buffer
+	if err := Text(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{
+		"database host os (source: sql: the host's /proc read through the database connection",
+		"cpu used by the database 3.20 cores",
+		"run-queue delay: server 0.210 s/s (2.386 ms/tx)", // 0.21 s/s at 88 tx/s (5280 in 60 s)
+		"driver host client1 (local /proc, 4 CPUs): busy 30.0%, dbparity 1.10 cores (27.5%)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("show lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "cpu used by dbparity") {
+		t.Errorf("dbparity's CPU claimed on the database host:\n%s", s)
+	}
+	r.OS = nil
+	r.Disclosure.HostSource = "none"
+	out.Reset()
+	if err := Text(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "database host: not observed (give --db-host-metrics") || !strings.Contains(out.String(), "driver host client1") {
+		t.Errorf("unobserved database host:\n%s", out.String())
 	}
 }
