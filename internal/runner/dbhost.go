@@ -72,7 +72,11 @@ func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn
 		if err != nil {
 			return hostChoice{}, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
 		}
-		return hostChoice{src: src, name: dbhost.Local, local: true}, nil
+		hc := hostChoice{src: src, name: dbhost.Local, local: true}
+		if o.DBHostMetrics != "" {
+			hc.warning = "--db-host-metrics was not read: the database runs on this host, whose /proc is read directly (--db-host node-exporter forces the exporter)"
+		}
+		return hc, nil
 	case dbhost.NodeExporter:
 		src, err := dbhost.NewNodeExporter(o.DBHostMetrics, o.StatementTimeout)
 		if err != nil {
@@ -107,8 +111,11 @@ func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn
 // trySQL opens the sql source when the target is PostgreSQL and its
 // role may read the host's files; otherwise why says what would enable it.
 func trySQL(ctx context.Context, t *opened, o CollectOptions, pg target.Conn) (why string, hc hostChoice) {
-	if t.Dialect != target.Postgres || pg == nil {
-		return "the database host is not this host and cannot be read through an SQLite target: give --db-host-metrics (node_exporter)", hostChoice{}
+	switch {
+	case t.Dialect != target.Postgres:
+		return "the database host cannot be read through an SQLite target: give --db-host-metrics (node_exporter)", hostChoice{}
+	case pg == nil:
+		return "the database host's files need a connection to the database: give --db-host-metrics (node_exporter)", hostChoice{}
 	}
 	ok, warning, err := pgstat.HostAccess(ctx, pg)
 	switch {

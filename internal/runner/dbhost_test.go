@@ -12,6 +12,7 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/nodeexp/exportertest"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target"
 )
 
 // The non-local sources of the database host, forced against a local
@@ -149,5 +150,44 @@ func agree(t *testing.T, got, want ostat.Rates) {
 	}
 	if math.Abs(got.IntervalS-secs) > 0.05 {
 		t.Errorf("windows of %.3f s and %.3f s: the sources were read at different edges", got.IntervalS, secs)
+	}
+}
+
+// Without --db-host, the source follows where the database runs: this
+// host's /proc when it is here (a node_exporter given then is not read,
+// and a warning says so), else the exporter when given, else nothing but
+// a warning saying how to see it.
+func TestDatabaseHostPrecedence(t *testing.T) {
+	ctx := context.Background()
+	open := func(raw string) *opened {
+		tg, err := target.Open(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &opened{Target: tg}
+	}
+	url := exportertest.Start(t)
+	o := CollectOptions{DBHostMetrics: url, StatementTimeout: 5 * time.Second}
+
+	hc, err := chooseHost(ctx, open("sqlite://"+filepath.Join(t.TempDir(), "x.db")), o, nil, 0)
+	if err != nil || hc.name != "local" || !hc.local || !strings.Contains(hc.warning, "--db-host-metrics was not read") {
+		t.Errorf("local database with an exporter given: %q %v %q", hc.name, err, hc.warning)
+	}
+	remote := open("postgres://bench@db.example/bench")
+	hc, err = chooseHost(ctx, remote, o, nil, 0)
+	if err != nil || hc.name != "node-exporter" || hc.local || hc.src == nil {
+		t.Fatalf("remote database with an exporter: %q %v", hc.name, err)
+	}
+	if s, err := hc.src.Read(ctx); err != nil || s.NumCPU == 0 {
+		t.Errorf("reading the exporter: %v", err)
+	}
+	hc.src.Close()
+	hc, err = chooseHost(ctx, remote, CollectOptions{StatementTimeout: 5 * time.Second}, nil, 0)
+	if err != nil || hc.name != "none" || hc.src != nil || !strings.Contains(hc.warning, "--db-host-metrics") {
+		t.Errorf("remote database, nothing to read it with: %q %v %q", hc.name, err, hc.warning)
+	}
+	refused := CollectOptions{DBHost: "node-exporter", DBHostMetrics: "http://127.0.0.1:1/metrics", StatementTimeout: 5 * time.Second}
+	if _, err := chooseHost(ctx, remote, refused, nil, 0); err == nil || !strings.Contains(err.Error(), "--db-host-metrics") {
+		t.Errorf("an exporter that does not answer must refuse the run naming the flag: %v", err)
 	}
 }
