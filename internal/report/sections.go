@@ -220,6 +220,10 @@ func osText(w io.Writer, r *result.Run) error {
 		x.InterruptsPerS, x.ContextSwitchesPerS, x.Load1, x.Load5, x.Load15, x.ProcsRunning, x.ProcsBlocked)
 	p.f("    memory      used %.0f MB  cached %.0f MB (shared %.0f)  dirty %.0f MB  available %.0f MB of %.0f MB\n",
 		x.MemUsedMB, x.MemCachedMB, x.MemShmemMB, x.MemDirtyMB, x.MemAvailableMB, x.MemTotalMB)
+	if x.MajorFaultsPerS != nil && x.SwapInPagesPerS != nil && x.SwapOutPagesPerS != nil {
+		p.f("    paging      major faults %.1f/s   swap in %.1f pages/s   swap out %.1f pages/s\n",
+			*x.MajorFaultsPerS, *x.SwapInPagesPerS, *x.SwapOutPagesPerS)
+	}
 	if p.err != nil {
 		return p.err
 	}

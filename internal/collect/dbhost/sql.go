@@ -28,7 +28,7 @@ type sqlSource struct {
 
 // counterFiles are the host's cumulative counters, read every interval.
 var counterFiles = []string{
-	"/proc/stat", "/proc/loadavg", "/proc/diskstats", "/proc/net/dev", "/proc/meminfo", "/proc/schedstat",
+	"/proc/stat", "/proc/loadavg", "/proc/diskstats", "/proc/net/dev", "/proc/meminfo", "/proc/vmstat", "/proc/schedstat",
 	"/proc/pressure/cpu", "/proc/pressure/io", "/proc/pressure/memory",
 }
 

@@ -191,6 +191,13 @@ func Snapshot(f families) *ostat.Snapshot {
 	s.CPUPressure = pressure(f, "node_pressure_cpu_waiting_seconds_total", "")
 	s.IOPressure = pressure(f, "node_pressure_io_waiting_seconds_total", "node_pressure_io_stalled_seconds_total")
 	s.MemoryPressure = pressure(f, "node_pressure_memory_waiting_seconds_total", "node_pressure_memory_stalled_seconds_total")
+	if v, ok := f.sum("node_vmstat_pgmajfault", "", ""); ok {
+		s.VM = &ostat.VMStat{MajorFaults: u64(v)}
+		v, _ = f.sum("node_vmstat_pswpin", "", "")
+		s.VM.SwapIn = u64(v)
+		v, _ = f.sum("node_vmstat_pswpout", "", "")
+		s.VM.SwapOut = u64(v)
+	}
 	s.Disks = disks(f)
 	s.Nets = nets(f)
 	mem := func(name string) uint64 {

@@ -68,6 +68,9 @@ func TestSnapshotMapping(t *testing.T) {
 	if s.Memory.Total != 25276510208 || s.Memory.Cached != 195018752 {
 		t.Errorf("memory %+v", s.Memory)
 	}
+	if s.VM == nil || s.VM.MajorFaults != 15363 || s.VM.SwapIn != 0 {
+		t.Errorf("vmstat %+v", s.VM)
+	}
 	if s.ServerCPU != nil || s.SelfCPU != 0 {
 		t.Error("node_exporter sees no processes")
 	}

@@ -132,6 +132,8 @@ type Snapshot struct {
 	// Nets are all network interfaces of /proc/net/dev by name, lo too.
 	Nets   map[string]NetCounters `json:"nets"`
 	Memory Memory                 `json:"memory"`
+	// VM is nil where /proc/vmstat is missing.
+	VM *VMStat `json:"vmstat,omitempty"`
 
 	// SelfCPU is the user+system CPU time of the process that called New
 	// (the driver), all its threads but not its children, in seconds.
@@ -165,6 +167,7 @@ func (r *Reader) Read() (*Snapshot, error) {
 		{"diskstats", r.readDisks},
 		{"net/dev", r.readNets},
 		{"meminfo", r.readMemory},
+		{"vmstat", r.readVMStat},
 		{"*/stat", r.readProcesses},
 	} {
 		if err := r.guard(src.file, src.read, s); err != nil {

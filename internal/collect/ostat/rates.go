@@ -64,6 +64,11 @@ type Rates struct {
 	MemDirtyMB     float64 `json:"mem_dirty_mb"`
 	MemWritebackMB float64 `json:"mem_writeback_mb"`
 	MemAvailableMB float64 `json:"mem_available_mb"`
+	// Paging over the interval (/proc/vmstat): major faults and pages
+	// swapped in and out per second; nil where the source has none.
+	MajorFaultsPerS  *float64 `json:"major_faults_per_s,omitempty"`
+	SwapInPagesPerS  *float64 `json:"swap_in_pages_per_s,omitempty"`
+	SwapOutPagesPerS *float64 `json:"swap_out_pages_per_s,omitempty"`
 
 	// Process CPU in cores (CPU-seconds per second) and in % of the
 	// host's CPU time. Self is the process that read the snapshots, the
@@ -138,6 +143,7 @@ func Between(a, b *Snapshot) Rates {
 		r.ServerRunDelayPerS = &v
 	}
 
+	vmBetween(&r, a.VM, b.VM, secs)
 	r.Disks = disksBetween(a.Disks, b.Disks, secs)
 	r.Nets = netsBetween(a.Nets, b.Nets, secs)
 

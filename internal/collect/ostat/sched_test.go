@@ -59,3 +59,19 @@ func TestRunDelayOfLiveProcess(t *testing.T) {
 		t.Errorf("no run delay for PID 1 (%d of the tree's %d processes have one)", len(s.ServerRunDelay), s.ServerProcs)
 	}
 }
+
+// Paging rates come from /proc/vmstat's counters over the interval (the
+// fixtures' vmstat: pgmajfault +219, pswpin +10, pswpout +32).
+func TestVMStatFixture(t *testing.T) {
+	r := Between(readFixture(t, "proc-a", fixtureServer), readFixture(t, "proc-b", fixtureServer))
+	const dt = 1.094866251
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{{"major faults/s", r.MajorFaultsPerS, 219 / dt}, {"swap in pages/s", r.SwapInPagesPerS, 10 / dt}, {"swap out pages/s", r.SwapOutPagesPerS, 32 / dt}} {
+		if c.got == nil || math.Abs(*c.got-c.want) > 1e-6 {
+			t.Errorf("%s = %v, want %.6f", c.name, c.got, c.want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ snap() {
 	rm -rf "$dir"
 	mkdir -p "$dir/net" "$dir/pressure"
 	date +%s.%N >"$dir.time"
-	for f in stat diskstats net/dev loadavg meminfo; do cat "/proc/$f" >"$dir/$f"; done
+	for f in stat diskstats net/dev loadavg meminfo vmstat; do cat "/proc/$f" >"$dir/$f"; done
 	for f in cpu io memory; do cat "/proc/pressure/$f" >"$dir/pressure/$f" 2>/dev/null || rm -f "$dir/pressure/$f"; done
 	# self is this script's shell; the tree is the busy shell and its children;
 	# pid 1 is a process outside both.
