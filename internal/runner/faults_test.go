@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,30 +52,38 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 		return r, err, took
 	}
 
-	t.Run("frozen", func(t *testing.T) {
-		// Frozen 1.5 s into a 4 s window, statements time out after 2 s.
-		time.AfterFunc(1500*time.Millisecond, func() { signal(syscall.SIGSTOP) })
-		defer signal(syscall.SIGCONT)
-		r, err, took := run(t, ctx, RunOptions{Duration: 4 * time.Second, Faults: Faults{StatementTimeout: 2 * time.Second}})
-		t.Logf("frozen server: run ended after %s: %v", took, err)
-		// The window ends at 4 s; the run within 2 × the timeout after it
-		// (a second more for a busy machine).
-		if took > 9*time.Second {
-			t.Errorf("run took %s: window 4 s, statement timeout 2 s", took)
-		}
-		if err == nil || errors.Is(err, ErrInterrupted) {
-			t.Errorf("a run against a frozen server returned %v, want a failure", err)
-		}
-		if !r.Partial || !r.Failed || r.FailedReason != "server did not answer for 2s" {
-			t.Errorf("partial %v failed %v reason %q", r.Partial, r.Failed, r.FailedReason)
-		}
-		if len(r.Events) == 0 || r.Events[len(r.Events)-1].Kind != "outage" || !r.Events[len(r.Events)-1].End.IsZero() {
-			t.Errorf("events %+v: want an outage open at the end", r.Events)
-		}
-		if r.Errors["timeout"] == 0 {
-			t.Errorf("no timeouts counted: %v", r.Errors)
-		}
-	})
+	// The database host read through the frozen server's own connection
+	// (--db-host sql) must not stretch the run either.
+	for _, host := range []string{"local", "sql"} {
+		t.Run("frozen, database host "+host, func(t *testing.T) {
+			// Frozen 1.5 s into a 4 s window, statements time out after 2 s.
+			time.AfterFunc(1500*time.Millisecond, func() { signal(syscall.SIGSTOP) })
+			defer signal(syscall.SIGCONT)
+			r, err, took := run(t, ctx, RunOptions{Duration: 4 * time.Second, Faults: Faults{StatementTimeout: 2 * time.Second},
+				Collect: CollectOptions{DBHost: host}})
+			t.Logf("frozen server, database host %s: run ended after %s: %v", host, took, err)
+			// The window ends at 4 s; the run within 2 × the timeout after it
+			// (a second more for a busy machine).
+			if took > 9*time.Second {
+				t.Errorf("run took %s: window 4 s, statement timeout 2 s", took)
+			}
+			if err == nil || errors.Is(err, ErrInterrupted) {
+				t.Errorf("a run against a frozen server returned %v, want a failure", err)
+			}
+			if !r.Partial || !r.Failed || r.FailedReason != "server did not answer for 2s" {
+				t.Errorf("partial %v failed %v reason %q", r.Partial, r.Failed, r.FailedReason)
+			}
+			if len(r.Events) == 0 || r.Events[len(r.Events)-1].Kind != "outage" || !r.Events[len(r.Events)-1].End.IsZero() {
+				t.Errorf("events %+v: want an outage open at the end", r.Events)
+			}
+			if r.Errors["timeout"] == 0 {
+				t.Errorf("no timeouts counted: %v", r.Errors)
+			}
+			if host == "sql" && !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "collector (os (sql)): ") }) {
+				t.Errorf("the database host's readings that timed out are not in the warnings: %q", r.Warnings)
+			}
+		})
+	}
 
 	t.Run("interrupted while frozen", func(t *testing.T) {
 		// The default statement timeout (30 s) is far away: Ctrl-C must end
