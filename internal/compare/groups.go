@@ -319,7 +319,7 @@ func DisclosureDiff(gs []Group) []Difference {
 func facts(r *result.Run) map[string]string {
 	m := map[string]any{"disclosure": r.Disclosure, "target": r.Target, "workload": r.Workload.Params,
 		"driver": map[string]any{"users": r.Driver.Users, "warmup_s": r.Driver.WarmupS, "duration_s": r.Driver.DurationS}}
-	if hostSource(r) != "local" {
+	if HostSource(r) != "local" {
 		m["host"] = map[string]any{"kernel": r.Host.Kernel, "cpu_model": r.Host.CPUModel, "cores": r.Host.Cores, "memory_bytes": r.Host.MemoryBytes}
 	}
 	out := map[string]string{}

@@ -109,9 +109,9 @@ func stealNote(base, g Group) string {
 	return fmt.Sprintf("; steal %.1f%% against %.1f%%", b, a)
 }
 
-// hostSource is the source of a run's database host figures, "local" for
+// HostSource is the source of a run's database host figures, "local" for
 // results from before it was recorded.
-func hostSource(r *result.Run) string {
+func HostSource(r *result.Run) string {
 	switch {
 	case r.OS != nil && r.OS.Source != "":
 		return r.OS.Source
@@ -128,7 +128,7 @@ func HostSources(gs []Group) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += g.Label + " " + hostSource(g.Runs[0])
+		s += g.Label + " " + HostSource(g.Runs[0])
 	}
 	return s
 }

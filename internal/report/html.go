@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -210,7 +211,7 @@ func (c *Comparison) charts() []template.HTML {
 			}
 			ls = append(ls, l)
 		}
-		out = append(out, lineChart("CPU split over time: "+g.Label+" (first run)", "seconds", "% of all CPUs", ls))
+		out = append(out, lineChart("database host CPU split over time: "+g.Label+" (first run, source "+compare.HostSource(r)+")", "seconds", "% of all CPUs", ls))
 	}
 	return out
 }

@@ -140,7 +140,9 @@ type jsonSummary struct {
 	Parts []jsonPart `json:"parts,omitempty"`
 	// Replay is a replay's report (fingerprints: the top ones).
 	Replay   *result.Replay `json:"replay,omitempty"`
-	OS       *ostat.Rates   `json:"os,omitempty"` // the measured window
+	OS       *ostat.Rates   `json:"os,omitempty"` // the database host over the measured window
+	OSSource string         `json:"os_source,omitempty"`
+	DriverOS *ostat.Rates   `json:"driver_os,omitempty"` // the driver's host, when another
 	Warnings []string       `json:"warnings,omitempty"`
 }
 
@@ -174,7 +176,10 @@ func JSONWith(w io.Writer, r *result.Run, o Options) error {
 		s.Replay = &rp
 	}
 	if r.OS != nil {
-		s.OS = &r.OS.Window
+		s.OS, s.OSSource = &r.OS.Window, r.OS.Source
+	}
+	if r.DriverOS != nil {
+		s.DriverOS = &r.DriverOS.Window
 	}
 	if r.Waits != nil {
 		ws := *r.Waits
