@@ -92,6 +92,12 @@ func TestDatabaseHostSources(t *testing.T) {
 				if st.Device == nil || st.Device.Name != want {
 					t.Errorf("data device %+v, locally %q", st.Device, want)
 				}
+				// The device lines of the load profile (and slob's
+				// sentence on where reads came from) use the database
+				// host's data device.
+				if r.OS.DataDevice == "" || !profileHas(r.LoadProfile, "os.device_writes") {
+					t.Errorf("data device %q; load profile without the device's writes", r.OS.DataDevice)
+				}
 			}
 		})
 	}
@@ -190,4 +196,17 @@ func TestDatabaseHostPrecedence(t *testing.T) {
 	if _, err := chooseHost(ctx, remote, refused, nil, 0); err == nil || !strings.Contains(err.Error(), "--db-host-metrics") {
 		t.Errorf("an exporter that does not answer must refuse the run naming the flag: %v", err)
 	}
+}
+
+// profileHas tells whether a profile line reads from source.
+func profileHas(p *result.Profile, source string) bool {
+	if p == nil {
+		return false
+	}
+	for _, l := range p.Lines {
+		if l.Source == source && l.PerSecond != nil {
+			return true
+		}
+	}
+	return false
 }
