@@ -29,7 +29,7 @@ type IOUnits struct {
 	DeviceShare      *float64 `json:"device_share,omitempty"`
 	DataBytes        int64    `json:"data_bytes"`
 	BufferCacheBytes int64    `json:"buffer_cache_bytes"`
-	MemoryBytes      int64    `json:"memory_bytes"` // of the host dbparity ran on
+	MemoryBytes      int64    `json:"memory_bytes"` // of the database host, when known
 	// ServedFrom is where the reads came from: "buffer cache", "os page
 	// cache", "storage", "storage and os page cache" or "unknown".
 	ServedFrom string `json:"served_from"`
@@ -54,7 +54,10 @@ func (r *Run) ComputeIOUnits() *IOUnits {
 		return nil
 	}
 	db := r.Disclosure.Database
-	u := &IOUnits{DataBytes: db.DataBytes, BufferCacheBytes: db.BufferCacheBytes, MemoryBytes: r.Host.MemoryBytes}
+	u := &IOUnits{DataBytes: db.DataBytes, BufferCacheBytes: db.BufferCacheBytes, MemoryBytes: r.Disclosure.Host.Memory.TotalBytes}
+	if u.MemoryBytes == 0 && (r.Disclosure.HostSource == "" || r.Disclosure.HostSource == "local") {
+		u.MemoryBytes = r.Host.MemoryBytes // the same host, in results before the database host's memory was read
+	}
 	per := func(name string) *float64 {
 		if l := r.LoadProfile.Line(name); l != nil {
 			return l.PerSecond
@@ -116,7 +119,7 @@ func (u *IOUnits) served() (string, string) {
 	case u.PhysicalReads != nil && physical < 1:
 		return ServedBufferCache, data + " was read from " + cache + " alone (no physical reads): this run measured memory, not storage."
 	case u.DeviceShare == nil:
-		return ServedUnknown, fmt.Sprintf("%s exceeds %s; the database read %.0f blocks/s from the OS, but whether its page cache or storage served them is not visible from this host (remote server): compare with the server's device counters, and make the data set larger than the server's memory.",
+		return ServedUnknown, fmt.Sprintf("%s exceeds %s; the database read %.0f blocks/s from the OS, but whether its page cache or storage served them is not visible without the database host's device counters (--db-host sql or --db-host-metrics): make the data set larger than the server's memory.",
 			data, cache, physical)
 	}
 	share := fmt.Sprintf("the devices served %.1f%% of the database's %.0f physical reads/s", 100**u.DeviceShare, physical)

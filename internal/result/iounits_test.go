@@ -48,7 +48,7 @@ func TestIOUnitsSayWhereReadsCameFrom(t *testing.T) {
 		{ioRun(1<<30, 16<<20, 1000, 800, 10), ServedPageCache, "the devices served 1.2% of the database's 800 physical reads/s"},
 		{ioRun(1<<30, 16<<20, 1000, 800, 400), ServedMixed, "storage and memory together"},
 		{ioRun(1<<30, 16<<20, 1000, 800, 790), ServedStorage, "this run measured storage."},
-		{ioRun(1<<30, 16<<20, 1000, 800, -1), ServedUnknown, "not visible from this host"},
+		{ioRun(1<<30, 16<<20, 1000, 800, -1), ServedUnknown, "not visible without the database host's device counters"},
 	} {
 		u := c.run.ComputeIOUnits()
 		if u.ServedFrom != c.served || !strings.Contains(u.Statement, c.says) {
@@ -122,5 +122,25 @@ func TestAggregate(t *testing.T) {
 	b.Workload.Version = "1"
 	if _, err := Aggregate("x", []*Run{a, b}); err == nil {
 		t.Error("parts of different workload versions aggregated")
+	}
+}
+
+// The memory beside the page cache's share is the database host's, not
+// the driver's, when the database ran elsewhere; a local run's old result
+// (no memory in its disclosure) keeps the one host's.
+func TestIOUnitsMemoryOfTheDatabaseHost(t *testing.T) {
+	r := ioRun(1<<30, 16<<20, 1000, 800, 5) // the page cache served 99% of the reads
+	r.Disclosure.HostSource = "sql"
+	r.Disclosure.Host.Memory.TotalBytes = 64 << 30
+	if u := r.ComputeIOUnits(); u.MemoryBytes != 64<<30 || !strings.Contains(u.Statement, "(host memory 64 GB)") {
+		t.Errorf("memory %d, statement %q", u.MemoryBytes, u.Statement)
+	}
+	r.Disclosure.Host.Memory.TotalBytes = 0
+	if u := r.ComputeIOUnits(); u.MemoryBytes != 0 {
+		t.Errorf("a remote host's unknown memory taken from the driver's: %d", u.MemoryBytes)
+	}
+	r.Disclosure.HostSource = ""
+	if u := r.ComputeIOUnits(); u.MemoryBytes != 24<<30 {
+		t.Errorf("an old local result's memory %d", u.MemoryBytes)
 	}
 }
