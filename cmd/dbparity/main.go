@@ -365,7 +365,7 @@ func cmdAB(ctx context.Context, args []string) error {
 	fs.Var(&bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
 	fs.StringVar(&o.LabelA, "label-a", "a", "label of side A, the baseline")
 	fs.StringVar(&o.LabelB, "label-b", "b", "label of side B")
-	fs.IntVar(&o.Rounds, "rounds", 6, "rounds: each runs A and B once, in an order drawn from --seed")
+	fs.IntVar(&o.Rounds, "rounds", 3, "rounds: each runs A and B once, in an order drawn from --seed (3 give a verdict; more narrow it)")
 	fs.BoolVar(&o.Reload, "reload", false, "load the workload again before every run")
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-ROUND.json (default dbparity-data/results/ab)")
 	if err := c.parse(fs, args); err != nil {

@@ -105,13 +105,16 @@ type Metric struct {
 	// Lower says a smaller value is better (latency, cost).
 	Lower bool
 	Get   func(r *result.Run) float64
+	// Within, when set, is the run's own noise: the variance of the log
+	// of its figure (NaN when the run cannot tell).
+	Within func(r *result.Run) float64
 }
 
 // Metrics are the figures a comparison tests: throughput, a replay's
 // elapsed time, SLOB's physical reads per second for workloads that test
 // IO, then p95 and p99 of each transaction type.
 func Metrics(r *result.Run) []Metric {
-	ms := []Metric{{Name: "throughput (tps)", Get: func(r *result.Run) float64 { return r.Summarize().TPS }}}
+	ms := []Metric{{Name: "throughput (tps)", Get: func(r *result.Run) float64 { return r.Summarize().TPS }, Within: WithinThroughput}}
 	if r.Replay != nil {
 		ms = append(ms, Metric{Name: "replay time (s)", Lower: true, Get: func(r *result.Run) float64 {
 			if r.Replay == nil {
@@ -160,38 +163,93 @@ func (m Metric) Values(g Group) []float64 {
 	return v
 }
 
-// Verdicts compares group b with the baseline a on every metric, with
-// Holm's correction across them. Runs of interleaved rounds (dbparity ab)
+// Verdicts compares group b with the baseline a on every metric: the
+// first (throughput) is the primary one, tested alone; the others are
+// corrected among themselves. Runs of interleaved rounds (dbparity ab)
 // are compared as pairs.
 func Verdicts(a, b Group, ms []Metric) []Verdict {
 	ra, rb, paired := Rounds(a, b)
+	within := func(m Metric, r *result.Run) float64 {
+		if m.Within == nil {
+			return math.NaN()
+		}
+		return m.Within(r)
+	}
 	var vs []Verdict
-	for _, m := range ms {
+	for i, m := range ms {
+		var v Verdict
 		if paired {
-			var va, vb []float64
-			for i := range ra {
-				x, y := m.Get(ra[i]), m.Get(rb[i])
+			var va, vb, w []float64
+			for k := range ra {
+				x, y := m.Get(ra[k]), m.Get(rb[k])
 				if !math.IsNaN(x) && !math.IsNaN(y) {
 					va, vb = append(va, x), append(vb, y)
+					w = append(w, within(m, ra[k])+within(m, rb[k]))
 				}
 			}
-			if len(va) > 0 {
-				v := Paired(m.Name, va, vb)
-				v.LowerIsBetter = m.Lower
-				vs = append(vs, v)
+			if len(va) == 0 {
+				continue
 			}
-			continue
+			v = Paired(m.Name, va, vb, w)
+		} else {
+			var va, vb, wa, wb []float64
+			for _, r := range a.Runs {
+				if x := m.Get(r); !math.IsNaN(x) {
+					va, wa = append(va, x), append(wa, within(m, r))
+				}
+			}
+			for _, r := range b.Runs {
+				if x := m.Get(r); !math.IsNaN(x) {
+					vb, wb = append(vb, x), append(wb, within(m, r))
+				}
+			}
+			if len(va) == 0 || len(vb) == 0 {
+				continue
+			}
+			v = Unpaired(m.Name, va, vb, wa, wb)
 		}
-		va, vb := m.Values(a), m.Values(b)
-		if len(va) == 0 || len(vb) == 0 {
-			continue
+		v.LowerIsBetter, v.Primary, v.LabelA, v.LabelB = m.Lower, i == 0, a.Label, b.Label
+		if v.Primary {
+			v.resolutionNote()
 		}
-		v := Unpaired(m.Name, va, vb)
-		v.LowerIsBetter = m.Lower
 		vs = append(vs, v)
 	}
 	Decide(vs)
 	return vs
+}
+
+// WithinThroughput is a run's own noise in its throughput: the variance
+// of the log of its mean transactions per second, from the per-second
+// series of its measured window by batch means (10 batches, so that the
+// seconds' correlation stays inside a batch). NaN for a run of fewer than
+// 20 seconds.
+func WithinThroughput(r *result.Run) float64 {
+	var tps []float64
+	for _, iv := range r.Series {
+		if iv.Phase == "measure" && iv.Seconds > 0.5 {
+			tps = append(tps, iv.TPS())
+		}
+	}
+	const batches = 10
+	if len(tps) < 2*batches {
+		return math.NaN()
+	}
+	size := len(tps) / batches
+	means := make([]float64, batches)
+	for k := range means {
+		var s float64
+		for _, x := range tps[k*size : (k+1)*size] {
+			s += x
+		}
+		means[k] = s / float64(size)
+	}
+	m, v := meanVar(means)
+	if m <= 0 {
+		return math.NaN()
+	}
+	// The mean of the batch means has variance v/batches; the log's is
+	// that over the mean squared (the delta method).
+	return v / batches / (m * m)
 }
 
 // Rounds pairs the runs of a and b by round when both groups come from

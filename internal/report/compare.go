@@ -48,7 +48,7 @@ func (c *Comparison) Tables() []Table {
 	base := c.Groups[0]
 	var ts []Table
 	for i, g := range c.Groups[1:] {
-		t := Table{Title: fmt.Sprintf("%s against %s (ratio %s/%s; Holm-corrected across these metrics)", g.Label, base.Label, g.Label, base.Label),
+		t := Table{Title: fmt.Sprintf("%s against %s (ratio %s/%s; throughput tested alone, the other metrics Holm-corrected among themselves)", g.Label, base.Label, g.Label, base.Label),
 			Columns: []string{"metric", "verdict"}}
 
 		for _, v := range c.Verdicts[i] {

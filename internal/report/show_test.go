@@ -147,7 +147,7 @@ func TestCompareText(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "compare.txt", out.Bytes())
-	if !strings.Contains(out.String(), "throughput (tps)   0.90x (worse), 95% CI") {
+	if !strings.Contains(out.String(), "vm throughput = 90.0% of native (95% CI") {
 		t.Errorf("no verdict of a 10%% slower vm:\n%s", out.String())
 	}
 	c := NewComparison(gs)
