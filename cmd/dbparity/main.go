@@ -467,13 +467,13 @@ func cmdCompare(_ context.Context, args []string) error {
 	fs.SetOutput(io.Discard)
 	baseline := fs.String("baseline", "", "label of the group the others are compared with (default the first file's)")
 	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway, and replace an --html file that is not a dbparity report")
-	format := fs.String("format", "text", "text, markdown or csv")
+	format := fs.String("format", "text", "text, markdown, csv or json")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with charts to this file")
 	groupBy := fs.String("group", "label", "group runs by label, or by a disclosed fact (driver.users, disclosure.host.kernel, ...)")
 	flags, files := splitArgs(args, "baseline", "format", "html", "group")
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--format text|markdown|csv] [--html FILE] [--force] FILE...")
+			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--format text|markdown|csv|json] [--html FILE] [--force] FILE...")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			return err
@@ -489,9 +489,9 @@ func cmdCompare(_ context.Context, args []string) error {
 		}
 	}
 	render := map[string]func(io.Writer, *report.Comparison) error{
-		"text": report.CompareText, "markdown": report.CompareMarkdown, "csv": report.CompareCSV}[*format]
+		"text": report.CompareText, "markdown": report.CompareMarkdown, "csv": report.CompareCSV, "json": report.CompareJSON}[*format]
 	if render == nil {
-		return runner.UsageError{Err: fmt.Errorf("--format %q: choose text, markdown or csv", *format)}
+		return runner.UsageError{Err: fmt.Errorf("--format %q: choose text, markdown, csv or json", *format)}
 	}
 	var runs []*result.Run
 	for _, f := range files {

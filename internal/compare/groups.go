@@ -335,8 +335,19 @@ type Difference struct {
 }
 
 // volatile facts change between any two runs and say nothing of the platform.
+// The managed server's random port and socket directory, and the paths of
+// its temporary directories, differ by construction.
 var volatile = []string{"disclosure.storage.free_bytes", "disclosure.database.data_bytes", "disclosure.database.data_to_cache",
-	"disclosure.host.cpu.mhz", "target.url", "disclosure.database.settings.port"}
+	"disclosure.host.cpu.mhz", "target.url", "disclosure.database.settings.port",
+	"disclosure.database.settings.unix_socket_directories", "disclosure.database.settings.data_directory",
+	"disclosure.database.settings.config_file", "disclosure.database.settings.hba_file", "disclosure.database.settings.ident_file",
+	"disclosure.database.settings.external_pid_file", "disclosure.storage.dir", "disclosure.storage.path",
+	"disclosure.driver_host.cpu.mhz", "target.path"}
+
+// Volatile tells whether a disclosed fact ("disclosure.database.settings.port")
+// differs between any two runs by construction, saying nothing of the
+// platform.
+func Volatile(key string) bool { return slices.Contains(volatile, key) }
 
 // DisclosureDiff lists every disclosed fact (host, storage, database
 // settings, target, workload parameters, how the load was driven) whose
@@ -358,7 +369,11 @@ func DisclosureDiff(gs []Group) []Difference {
 		d := Difference{Key: k}
 		differs := false
 		for i := range gs {
-			d.Values = append(d.Values, flat[i][k])
+			v := flat[i][k]
+			if strings.HasPrefix(k, "disclosure.database.settings.") {
+				v = HumanSetting(v)
+			}
+			d.Values = append(d.Values, v)
 			differs = differs || flat[i][k] != flat[0][k]
 		}
 		if differs {

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -54,6 +55,30 @@ type Verdict struct {
 	// the better side.
 	LowerIsBetter bool     `json:"lower_is_better,omitempty"`
 	Notes         []string `json:"notes,omitempty"`
+}
+
+// MarshalJSON writes the verdict with its word and with null for the
+// numbers there are not (NaN, which JSON cannot hold).
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict // without this method
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
+	}
+	return json.Marshal(struct {
+		plain
+		Ratio      *float64 `json:"ratio"`
+		Lo         *float64 `json:"ci_lo"`
+		Hi         *float64 `json:"ci_hi"`
+		P          *float64 `json:"p"`
+		PAdj       *float64 `json:"p_adj"`
+		DF         *float64 `json:"df,omitempty"`
+		Resolution *float64 `json:"resolution,omitempty"`
+		Verdict    string   `json:"verdict"`
+		Text       string   `json:"text"`
+	}{plain(v), num(v.Ratio), num(v.Lo), num(v.Hi), num(v.P), num(v.PAdj), num(v.DF), num(v.Resolution), v.Word(), v.String()})
 }
 
 // Word is the verdict in one word: "better", "worse", "same" (no

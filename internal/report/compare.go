@@ -2,9 +2,11 @@ package report
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/dbparity/dbparity/internal/collect/ostat"
@@ -38,13 +40,19 @@ func NewComparison(gs []compare.Group) *Comparison {
 // Table is one section of a comparison: every output format (terminal,
 // Markdown, CSV, HTML) renders the same tables.
 type Table struct {
-	Title   string
-	Columns []string
-	Rows    [][]string
+	Title   string     `json:"title"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
 }
 
 // Tables builds the comparison's sections, verdicts first.
 func (c *Comparison) Tables() []Table {
+	return append(c.verdictTables(), c.sections()...)
+}
+
+// verdictTables are the verdicts of each group against the baseline, as
+// text.
+func (c *Comparison) verdictTables() []Table {
 	base := c.Groups[0]
 	var ts []Table
 	for i, g := range c.Groups[1:] {
@@ -59,6 +67,13 @@ func (c *Comparison) Tables() []Table {
 		}
 		ts = append(ts, t)
 	}
+	return ts
+}
+
+// sections are the tables after the verdicts.
+func (c *Comparison) sections() []Table {
+	base := c.Groups[0]
+	var ts []Table
 	pw := Table{Title: "where the platform took time (database hosts, group medians)", Columns: []string{"finding"}}
 	for _, g := range c.Groups[1:] {
 		if s := compare.PlatformSentence(base, g); s != "" {
@@ -169,9 +184,24 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 
 // CompareCSV writes every table row as a CSV record led by its section's
 // title; each section starts with its header record. Records are padded
-// to one width, so spreadsheets read the file as one rectangle.
+// to one width, so spreadsheets read the file as one rectangle. The
+// verdicts come first with numeric columns (ratio, interval, p-values,
+// counts; empty where there is no number).
 func CompareCSV(w io.Writer, c *Comparison) error {
-	ts := c.Tables()
+	num := func(x float64) string {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return ""
+		}
+		return strconv.FormatFloat(x, 'g', 6, 64)
+	}
+	vt := Table{Title: "verdicts", Columns: []string{"a", "b", "metric", "primary", "paired", "ratio", "ci_lo", "ci_hi", "p", "p_adj", "n_a", "n_b", "verdict", "notes"}}
+	for i, g := range c.Groups[1:] {
+		for _, v := range c.Verdicts[i] {
+			vt.Rows = append(vt.Rows, []string{c.Groups[0].Label, g.Label, v.Metric, strconv.FormatBool(v.Primary), strconv.FormatBool(v.Paired),
+				num(v.Ratio), num(v.Lo), num(v.Hi), num(v.P), num(v.PAdj), strconv.Itoa(v.NA), strconv.Itoa(v.NB), v.Word(), strings.Join(v.Notes, "; ")})
+		}
+	}
+	ts := append([]Table{vt}, c.sections()...)
 	width := 0
 	for _, t := range ts {
 		width = max(width, len(t.Columns)+1)
@@ -594,4 +624,53 @@ func diffRows(t *Table, diffs []compare.Difference, driver bool) {
 		}
 		t.Rows = append(t.Rows, row)
 	}
+}
+
+// CompareSchema names the layout of `compare --format json`
+// (docs/compare-json.md).
+const CompareSchema = "dbparity.compare/1"
+
+// CompareJSON writes the comparison as one JSON document: the groups and
+// their files, each group's verdicts against the baseline with their
+// numbers, the notes, the facts that differ, and every table as text.
+func CompareJSON(w io.Writer, c *Comparison) error {
+	type group struct {
+		Label      string   `json:"label"`
+		Runs       int      `json:"runs"`
+		Files      []string `json:"files"`
+		HostSource string   `json:"host_source"`
+	}
+	type against struct {
+		A        string            `json:"a"`
+		B        string            `json:"b"`
+		Verdicts []compare.Verdict `json:"verdicts"`
+		Platform string            `json:"platform,omitempty"`
+	}
+	doc := struct {
+		Schema      string               `json:"schema"`
+		Workload    string               `json:"workload"`
+		Baseline    string               `json:"baseline"`
+		Groups      []group              `json:"groups"`
+		Comparisons []against            `json:"comparisons"`
+		Notes       []string             `json:"notes"`
+		Differences []compare.Difference `json:"differences"`
+		Tables      []Table              `json:"tables"`
+	}{Schema: CompareSchema, Workload: c.Groups[0].Runs[0].Workload.Name, Baseline: c.Groups[0].Label,
+		Notes: c.Notes, Differences: c.Diff, Tables: c.sections()}
+	for _, g := range c.Groups {
+		doc.Groups = append(doc.Groups, group{Label: g.Label, Runs: len(g.Runs), Files: g.Files, HostSource: compare.HostSource(g.Runs[0])})
+	}
+	for i, g := range c.Groups[1:] {
+		doc.Comparisons = append(doc.Comparisons, against{A: c.Groups[0].Label, B: g.Label, Verdicts: c.Verdicts[i],
+			Platform: compare.PlatformSentence(c.Groups[0], g)})
+	}
+	if doc.Notes == nil {
+		doc.Notes = []string{}
+	}
+	if doc.Differences == nil {
+		doc.Differences = []compare.Difference{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }

@@ -3,9 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -289,4 +292,111 @@ func driverHostText(p *printer, r *result.Run) {
 	}
 	p.f("\n  driver host %s (local /proc, %d CPUs): busy %.1f%%, dbparity %.2f cores (%.1f%%), steal %.1f%%\n",
 		name, x.NumCPU, x.CPUBusyPct, x.SelfCPUCores, x.SelfCPUPct, x.CPUStealPct)
+}
+
+// disclosureText prints what the run ran on: the database host (from its
+// source), the storage under the data, the database's settings that are
+// not at their defaults, and the driver's host when it is another.
+func disclosureText(w io.Writer, r *result.Run) error {
+	d := r.Disclosure
+	if d == nil {
+		return nil
+	}
+	p := &printer{w: w}
+	src := d.HostSource
+	if src == "" {
+		src = "local"
+	}
+	p.f("\n  platform (database host, source: %s)\n", src)
+	if src != "none" {
+		p.f("    host      %s\n", hostLine(d.Host))
+		p.f("    limits    %s\n", limitsLine(d.Host))
+	}
+	if st := d.Storage; st != nil && st.MountPoint != "" {
+		line := fmt.Sprintf("%s on %s (%s), mounted at %s", st.Dir, st.FSType, st.Source, st.MountPoint)
+		if dev := st.Device; dev != nil {
+			line += ", device " + dev.Name
+			if dev.Parent != "" {
+				line += " on " + dev.Parent
+			}
+			if dev.Rotational != nil {
+				line += fmt.Sprintf(", rotational %v", *dev.Rotational)
+			}
+			if dev.Scheduler != "" {
+				line += ", scheduler " + dev.Scheduler
+			}
+		}
+		p.f("    storage   %s\n", line)
+	}
+	if db := d.Database; db != nil {
+		var set []string
+		for _, k := range sortedKeys(db.Settings) {
+			v, src, _ := strings.Cut(compare.HumanSetting(db.Settings[k]), " [")
+			// "override" is the server's own (data_directory, the
+			// transaction defaults); paths and the port differ by
+			// construction.
+			if src == "override]" || compare.Volatile("disclosure.database.settings."+k) {
+				continue
+			}
+			set = append(set, k+" "+v)
+		}
+		p.f("    database  %s %s; not at their defaults: %s\n", db.Product, db.Version, strings.Join(set, ", "))
+	}
+	if h := d.DriverHost; h != nil {
+		p.f("    driver    %s (the driver's host, not the platform)\n", hostLine(*h))
+	}
+	return p.err
+}
+
+func hostLine(h disclose.HostInfo) string {
+	s := h.Hostname
+	if h.Kernel != "" {
+		s += ": Linux " + h.Kernel
+	}
+	if h.OS != "" {
+		s += " (" + h.OS + ")"
+	}
+	if h.Virtualization != "" {
+		s += ", " + h.Virtualization
+	}
+	c := h.CPU
+	if c.Online > 0 {
+		s += fmt.Sprintf(", %d CPUs", c.Online)
+		if c.Sockets > 0 {
+			s += fmt.Sprintf(" (%d socket(s), %d cores)", c.Sockets, c.Cores)
+		}
+	}
+	if c.Model != "" {
+		s += " " + c.Model
+	}
+	if h.Memory.TotalBytes > 0 {
+		s += fmt.Sprintf(", %.1f GB", float64(h.Memory.TotalBytes)/(1<<30))
+	}
+	return s
+}
+
+func limitsLine(h disclose.HostInfo) string {
+	var parts []string
+	if l := h.Cgroup.CPULimit; l != nil {
+		parts = append(parts, fmt.Sprintf("cgroup cpu %.2f CPUs", *l))
+	}
+	if l := h.Cgroup.MemoryLimitBytes; l != nil {
+		parts = append(parts, fmt.Sprintf("cgroup memory %.1f GB", float64(*l)/(1<<30)))
+	}
+	if len(parts) == 0 && h.Cgroup.Mode != "" {
+		parts = append(parts, "no cgroup limit ("+h.Cgroup.Mode+")")
+	}
+	if h.THPEnabled != "" {
+		parts = append(parts, "THP "+h.THPEnabled)
+	}
+	if h.CPU.Governor != "" {
+		parts = append(parts, "governor "+h.CPU.Governor)
+	}
+	if h.Clocksource != "" {
+		parts = append(parts, "clocksource "+h.Clocksource)
+	}
+	if len(parts) == 0 {
+		return "n/a"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -77,6 +77,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		func() error { return waitsText(w, r.Waits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
 		func() error { return osText(w, r) },
+		func() error { return disclosureText(w, r) },
 	} {
 		if err := f(); err != nil {
 			return err

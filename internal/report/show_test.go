@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strconv"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -160,7 +161,8 @@ func TestCompareText(t *testing.T) {
 	if err := CompareCSV(&out, c); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := csv.NewReader(&out).ReadAll()
+	golden(t, "compare.csv", out.Bytes())
+	recs, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
 	if err != nil {
 		t.Fatalf("CSV does not parse: %v", err)
 	}
@@ -170,6 +172,44 @@ func TestCompareText(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("CSV lacks the throughput row: %q", recs)
+	}
+	// The verdicts have numeric columns.
+	var verdict []string
+	for _, r := range recs {
+		if r[0] == "verdicts" && r[3] == "throughput (tps)" {
+			verdict = r
+		}
+	}
+	if len(verdict) < 14 || verdict[4] != "true" || verdict[13] != "worse" {
+		t.Fatalf("CSV verdict record %q", verdict)
+	}
+	for i, col := range []string{"ratio", "ci_lo", "ci_hi", "p"} {
+		if x, err := strconv.ParseFloat(verdict[6+i], 64); err != nil || !(x >= 0) {
+			t.Errorf("CSV %s %q is not a number", col, verdict[6+i])
+		}
+	}
+
+	out.Reset()
+	if err := CompareJSON(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.json", out.Bytes())
+	var doc struct {
+		Schema      string
+		Comparisons []struct {
+			A, B     string
+			Verdicts []map[string]any
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("JSON does not parse: %v", err)
+	}
+	if doc.Schema != "dbparity.compare/1" || len(doc.Comparisons) != 1 || doc.Comparisons[0].B != "vm" {
+		t.Fatalf("JSON %+v", doc)
+	}
+	v := doc.Comparisons[0].Verdicts[0]
+	if v["verdict"] != "worse" || v["primary"] != true || v["n_a"] != 6.0 || v["ratio"] == nil || v["ci_hi"].(float64) >= 1 {
+		t.Errorf("JSON verdict %v", v)
 	}
 }
 
@@ -192,6 +232,8 @@ func TestShowDatabaseHostSources(t *testing.T) {
 		"cpu used by the database 3.20 cores",
 		"run-queue delay: server 0.210 s/s (2.386 ms/tx)", // 0.21 s/s at 88 tx/s (5280 in 60 s)
 		"driver host client1 (local /proc, 4 CPUs): busy 30.0%, dbparity 1.10 cores (27.5%)",
+		"platform (database host, source: sql)",
+		"    driver    client1 (the driver's host, not the platform)",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("show lacks %q:\n%s", want, s)
