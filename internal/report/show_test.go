@@ -1,7 +1,6 @@
 package report
 
 import (
-	"strconv"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
