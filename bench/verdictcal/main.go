@@ -36,6 +36,7 @@ import (
 	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
+	"github.com/dbparity/dbparity/internal/target"
 )
 
 func main() {
@@ -44,6 +45,7 @@ func main() {
 	warmup := flag.Duration("warmup", 3*time.Second, "warm-up of each run")
 	draws := flag.Int("draws", 56, "3-round comparisons drawn from each set (at most C(rounds, 3))")
 	quota := flag.Float64("quota", 0.9, "B's CPU quota as a share of the CPU the server used unconstrained")
+	flag.BoolVar(&checkpoint, "checkpoint", true, "run CHECKPOINT before each run, so that no run inherits the last one's dirty buffers")
 	flag.Parse()
 	if err := run(*rounds, *duration, *warmup, *draws, *quota); err != nil {
 		fmt.Fprintln(os.Stderr, "verdictcal:", err)
@@ -68,6 +70,11 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 		return err
 	}
 	one := func(label string, round int) (*result.Run, error) {
+		if checkpoint {
+			if err := sql(ctx, env, "CHECKPOINT"); err != nil {
+				return nil, err
+			}
+		}
 		out := filepath.Join(env.Dir, fmt.Sprintf("%s-%d.json", label, round))
 		err := runner.Run(ctx, runner.RunOptions{Common: common, Users: 2, Duration: duration, Warmup: warmup,
 			Label: label, Round: round, Out: out, Force: true, Collect: runner.CollectOptions{Off: true}})
@@ -134,7 +141,8 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 	fp, fpFloor := count(aa, aa2, subsets, func(v compare.Verdict) bool { return v.Different })
 	pw, _ := count(ab, bb, subsets, func(v compare.Verdict) bool { return v.Different && v.Ratio < 1 })
 	n := len(subsets)
-	fmt.Printf("\n%d comparisons of 3 interleaved rounds, drawn from %d real rounds of each set (%s windows)\n", n, rounds, duration)
+	fmt.Printf("\n%d comparisons of 3 interleaved rounds, drawn from %d real rounds of each set (%s windows, CHECKPOINT before each run: %v)\n", n, rounds, duration, checkpoint)
+	fmt.Printf("  round-to-round sd of the log ratio: A/A %.3f, A/B %.3f\n", sdLogRatio(aa, aa2), sdLogRatio(ab, bb))
 	lo, hi := wilson(fp, n)
 	fmt.Printf("  false positives (A against A'):          %d of %d = %.1f%% (95%% CI %.1f–%.1f%%)\n", fp, n, 100*float64(fp)/float64(n), 100*lo, 100*hi)
 	lo, hi = wilson(pw, n)
@@ -143,6 +151,25 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 	fmt.Printf("  median throughput ratio B/A over all rounds: A/A %.3f, A/B %.3f\n", medianRatio(aa, aa2), medianRatio(ab, bb))
 	fmt.Println("  (the subsets share rounds: the intervals assume independent comparisons and are narrower than they should be)")
 	return nil
+}
+
+// checkpoint is -checkpoint.
+var checkpoint bool
+
+// sql runs one statement on the server.
+func sql(ctx context.Context, env *benchenv.Env, stmt string) error {
+	t, err := target.Open(env.Inst.URL())
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	c, err := t.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Exec(ctx, stmt)
+	return err
 }
 
 // count compares each subset of rounds as compare does and counts the
@@ -176,6 +203,22 @@ func triples(n, want int, g *rand.Rand) [][]int {
 	}
 	g.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	return all[:min(want, len(all))]
+}
+
+func sdLogRatio(a, b []*result.Run) float64 {
+	var d []float64
+	for i := range a {
+		d = append(d, math.Log(b[i].Summarize().TPS/a[i].Summarize().TPS))
+	}
+	var m, v float64
+	for _, x := range d {
+		m += x
+	}
+	m /= float64(len(d))
+	for _, x := range d {
+		v += (x - m) * (x - m)
+	}
+	return math.Sqrt(v / float64(len(d)-1))
 }
 
 func medianRatio(a, b []*result.Run) float64 {
