@@ -23,15 +23,28 @@ type line struct {
 	colour string
 	dash   bool
 	x, y   []float64
+	// lo and hi, when set, draw a band around the line (the spread of
+	// the runs at each x).
+	lo, hi []float64
 }
 
-// lineChart draws lines in an SVG of fixed size, axes from zero.
-func lineChart(title, xLabel, yLabel string, lines []line) template.HTML {
+// shade is an x range drawn grey behind the lines, named.
+type shade struct {
+	name     string
+	from, to float64
+}
+
+// lineChart draws lines in an SVG of fixed size, axes from zero, with
+// the shaded ranges behind them.
+func lineChart(title, xLabel, yLabel string, lines []line, shades ...shade) template.HTML {
 	const w, h, left, bottom, top, right = 760.0, 260.0, 60.0, 36.0, 28.0, 150.0
 	var maxX, maxY float64
 	for _, l := range lines {
 		for i := range l.x {
 			maxX, maxY = math.Max(maxX, l.x[i]), math.Max(maxY, l.y[i])
+			if l.hi != nil {
+				maxY = math.Max(maxY, l.hi[i])
+			}
 		}
 	}
 	if maxX == 0 || maxY == 0 {
@@ -43,7 +56,28 @@ func lineChart(title, xLabel, yLabel string, lines []line) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" role="img" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" xmlns="http://www.w3.org/2000/svg">`, w, h, w, h)
 	fmt.Fprintf(&b, `<title>%s</title><text x="%.0f" y="18" class="ct">%s</text>`, html.EscapeString(title), left, html.EscapeString(title))
+	for _, sh := range shades {
+		x0, x1 := px(math.Max(sh.from, 0)), px(math.Min(sh.to, maxX))
+		if x1 > x0 {
+			fmt.Fprintf(&b, `<rect class="shade" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#eee"><title>%s</title></rect>`,
+				x0, top, x1-x0, h-bottom-top, html.EscapeString(sh.name))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" class="tk">%s</text>`, x0+3, top+12, html.EscapeString(sh.name))
+		}
+	}
 	axes(&b, left, h-bottom, w-right, top, maxX, maxY, xLabel, yLabel)
+	for _, l := range lines {
+		if l.lo == nil {
+			continue
+		}
+		var pts []string
+		for k := range l.x {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(l.x[k]), py(l.hi[k])))
+		}
+		for k := len(l.x) - 1; k >= 0; k-- {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(l.x[k]), py(l.lo[k])))
+		}
+		fmt.Fprintf(&b, `<polygon class="band" fill="%s" fill-opacity="0.18" stroke="none" points="%s"/>`, l.colour, strings.Join(pts, " "))
+	}
 	for i, l := range lines {
 		var pts []string
 		for k := range l.x {
@@ -116,7 +150,11 @@ func barChart(title, yLabel string, categories []string, names []string, values 
 			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.1f</title></rect>`,
 				x0+float64(si)*bw, h-bottom-bh, bw, bh, colour(si), html.EscapeString(names[si]), html.EscapeString(cat), v)
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" class="tk" text-anchor="middle">%s</text>`, x0+slot*0.4, h-bottom+14, html.EscapeString(cat))
+		// Every label where it fits (6.5 px a character at the ticks'
+		// 11 px), else every second, fourth...: labels never overlap.
+		if ci%labelEvery(categories, slot) == 0 {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" class="tk" text-anchor="middle">%s</text>`, x0+slot*0.4, h-bottom+14, html.EscapeString(cat))
+		}
 	}
 	for si, n := range names {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" class="lg" fill="%s">%s</text>`, w-right+10, top+14*float64(si+1), colour(si), html.EscapeString(n))
@@ -125,23 +163,60 @@ func barChart(title, yLabel string, categories []string, names []string, values 
 	return template.HTML(b.String())
 }
 
-// charts of a comparison: throughput over time of every run, latency
-// histograms side by side, CPU split over time.
+// labelEvery is the step between category labels that keeps them from
+// overlapping in slots of slot pixels.
+func labelEvery(categories []string, slot float64) int {
+	longest := 0
+	for _, c := range categories {
+		longest = max(longest, len([]rune(c)))
+	}
+	need := float64(longest)*6.5 + 4
+	step := 1
+	for float64(step)*slot < need {
+		step *= 2
+	}
+	return step
+}
+
+// charts of a comparison: throughput over time of each group (the median
+// of its runs at each second, with their range as a band, the warm-up
+// shaded), latency histograms side by side, CPU split over time.
 func (c *Comparison) charts() []template.HTML {
 	var out []template.HTML
 	var tps []line
+	unit := "transactions/s"
+	if c.Groups[0].Runs[0].Replay != nil {
+		unit = "statements/s"
+	}
 	for gi, g := range c.Groups {
-		for ri, r := range g.Runs {
-			l := line{name: fmt.Sprintf("%s #%d", g.Label, ri+1), colour: colour(gi), dash: ri > 0}
+		bySecond := map[int][]float64{}
+		last := 0
+		for _, r := range g.Runs {
 			for _, iv := range r.Series {
 				if iv.Seconds > 0.5 {
-					l.x, l.y = append(l.x, iv.At), append(l.y, iv.TPS())
+					k := int(math.Round(iv.At))
+					bySecond[k] = append(bySecond[k], iv.TPS())
+					last = max(last, k)
 				}
 			}
-			tps = append(tps, l)
 		}
+		l := line{name: fmt.Sprintf("%s (median of %d)", g.Label, len(g.Runs)), colour: colour(gi), lo: []float64{}, hi: []float64{}}
+		for k := 0; k <= last; k++ {
+			v := bySecond[k]
+			if len(v) == 0 {
+				continue
+			}
+			lo, hi := v[0], v[0]
+			for _, x := range v {
+				lo, hi = math.Min(lo, x), math.Max(hi, x)
+			}
+			l.x, l.y = append(l.x, float64(k)), append(l.y, compare.Median(v))
+			l.lo, l.hi = append(l.lo, lo), append(l.hi, hi)
+		}
+		tps = append(tps, l)
 	}
-	out = append(out, lineChart("throughput over time, every run", "seconds from the start", "transactions/s", tps))
+	warm := shade{name: "warm-up", to: c.Groups[0].Runs[0].Driver.WarmupS}
+	out = append(out, lineChart("throughput over time: median of each group's runs, their range shaded", "seconds from the start", unit, tps, warm))
 
 	hist := func(title string, get func(r *result.Run) result.Histogram) {
 		var bs [][]metrics.Bucket
@@ -228,9 +303,10 @@ h1{font-size:20px}h2{font-size:16px;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
 td:first-child,th:first-child{text-align:left}td.wide{text-align:left;white-space:normal}
 .chart{display:block;margin:1em 0;border:1px solid #eee}.ax{stroke:#888}.tk{font-size:11px;fill:#555}.ct{font-size:13px;font-weight:bold}.lg{font-size:12px}
-.note{color:#666}
+.note{color:#666}.headline{font-size:16px;font-weight:bold;margin:.3em 0}
 </style></head><body>
 <h1>{{.Title}}</h1>{{if .Disclaimer}}<p class="note">{{.Disclaimer}}</p>{{end}}
+{{range .Headlines}}<p class="headline">{{.}}</p>{{end}}
 {{range .Charts}}{{.}}{{end}}
 {{range .Tables}}<h2>{{.Title}}</h2><table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td{{if gt (len .) 40}} class="wide"{{end}}>{{.}}</td>{{end}}</tr>
@@ -244,7 +320,25 @@ td:first-child,th:first-child{text-align:left}td.wide{text-align:left;white-spac
 func CompareHTML(w io.Writer, c *Comparison) error {
 	return page.Execute(w, struct {
 		Title, Disclaimer string
+		Headlines         []string
 		Charts            []template.HTML
 		Tables            []Table
-	}{c.title(), c.Groups[0].Runs[0].Workload.Disclaimer, c.charts(), c.Tables()})
+	}{c.title(), c.Groups[0].Runs[0].Workload.Disclaimer, c.headlines(), c.charts(), c.Tables()})
+}
+
+// headlines are what a manager reads first: each group's primary verdict
+// against the baseline and where its platform took time.
+func (c *Comparison) headlines() []string {
+	var out []string
+	for i, g := range c.Groups[1:] {
+		for _, v := range c.Verdicts[i] {
+			if v.Primary {
+				out = append(out, v.Headline())
+			}
+		}
+		if s := compare.PlatformSentence(c.Groups[0], g); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

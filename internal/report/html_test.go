@@ -2,15 +2,18 @@ package report
 
 import (
 	"bytes"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/result"
 )
 
 // chromium finds the distribution's Chromium, or skips (fails under
@@ -112,5 +115,85 @@ func TestCompareHTMLInChromium(t *testing.T) {
 	}
 	if coloured < 500 {
 		t.Errorf("the screenshot has %d coloured pixels: the charts did not render", coloured)
+	}
+}
+
+// overlapScript, appended to a copy of the report, measures every text of
+// every chart in the browser and writes the pairs whose boxes overlap.
+const overlapScript = `<script>
+window.addEventListener("load", function () {
+  var found = [];
+  document.querySelectorAll("svg").forEach(function (svg, si) {
+    var ts = Array.prototype.slice.call(svg.querySelectorAll("text")).map(function (t) {
+      return {s: t.textContent, r: t.getBoundingClientRect()};
+    });
+    for (var i = 0; i < ts.length; i++) for (var j = i + 1; j < ts.length; j++) {
+      var a = ts[i].r, b = ts[j].r;
+      if (a.width && b.width && a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+        found.push("chart " + si + ": \"" + ts[i].s + "\" and \"" + ts[j].s + "\"");
+    }
+  });
+  var p = document.createElement("pre");
+  p.id = "overlaps";
+  p.textContent = "overlaps=" + found.length + "\n" + found.join("\n");
+  document.body.appendChild(p);
+});
+</script>`
+
+// No two labels of a chart overlap, measured in a real browser, with a
+// latency histogram spread over many buckets (whose labels must thin out)
+// and the throughput chart's warm-up label beside its ticks.
+func TestHTMLLabelsDoNotOverlap(t *testing.T) {
+	bin := chromium(t)
+	a, fa := runs(t, "native", 3, 1)
+	b, fb := runs(t, "vm", 3, 0.9)
+	for i, r := range append(a, b...) {
+		r.Driver.WarmupS = 5
+		for k := range 30 {
+			r.Series = append(r.Series, metrics.Interval{At: float64(k + 1), Seconds: 1, Phase: "measure", Commits: int64(900 + 10*i + 30*(k%3))})
+		}
+		// Latencies from 1 µs to 20 s: about 25 log2 buckets.
+		h := metrics.NewHistogram()
+		for us := int64(1); us < 20_000_000; us = us*3/2 + 1 {
+			h.Record(time.Duration(us) * time.Microsecond)
+		}
+		hist, err := result.NewHistogram(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Commit = hist
+	}
+	gs, err := compare.Groups(append(a, b...), append(fa, fb...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := CompareHTML(&page, NewComparison(gs)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `class="headline">vm throughput = `) || !strings.Contains(page.String(), `class="band"`) ||
+		!strings.Contains(page.String(), `class="shade"`) {
+		t.Error("the report does not open with the headline, or has no band or warm-up shade")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	os.WriteFile(file, []byte(strings.Replace(page.String(), "</body>", overlapScript+"</body>", 1)), 0o644)
+	out, err := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1100,900", "--virtual-time-budget=3000",
+		"--dump-dom", "file://"+file).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	dom := html.UnescapeString(string(out))
+	i := strings.Index(dom, `<pre id="overlaps">`)
+	if i < 0 {
+		t.Fatal("the measuring script did not run")
+	}
+	res := dom[i+len(`<pre id="overlaps">`):]
+	if end := strings.Index(res, "</pre>"); end >= 0 {
+		res = res[:end]
+	}
+	if !strings.HasPrefix(res, "overlaps=0") {
+		t.Errorf("labels overlap in the rendered charts:\n%s", res)
 	}
 }
