@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,23 @@ func TestDatabaseHostSources(t *testing.T) {
 			}
 		})
 	}
+
+	// The exporter dies in the middle of the window: the run goes on and
+	// succeeds, its database host figures stop, and a warning says why.
+	t.Run("node-exporter killed", func(t *testing.T) {
+		url, kill := exportertest.StartKillable(t)
+		time.AfterFunc(2500*time.Millisecond, kill) // 1 s warm-up, then 1.5 s into the window
+		r := run(t, tg, CollectOptions{DBHost: "node-exporter", DBHostMetrics: url})
+		if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "collector (os (node-exporter)): ") }) {
+			t.Errorf("no warning for the exporter's lost readings: %q", r.Warnings)
+		}
+		if r.OS != nil {
+			t.Errorf("an OS window whose end was never read: %+v", r.OS.Window)
+		}
+		if r.DriverOS == nil || r.Summarize().Commits == 0 {
+			t.Error("the run itself must go on without the exporter")
+		}
+	})
 
 	t.Run("unprivileged", func(t *testing.T) {
 		execSQL(t, tg, `CREATE ROLE bench LOGIN`)

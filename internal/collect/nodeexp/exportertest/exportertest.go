@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,6 +20,13 @@ const Binary = "/usr/bin/prometheus-node-exporter"
 // test is skipped when the exporter is not installed, except under
 // CI=true, where .ci/run installs it and its absence is a failure.
 func Start(t testing.TB) string {
+	url, _ := StartKillable(t)
+	return url
+}
+
+// StartKillable is Start that also returns a function that kills the
+// exporter at once (SIGKILL), for fault tests.
+func StartKillable(t testing.TB) (url string, kill func()) {
 	t.Helper()
 	bin := Binary
 	if _, err := os.Stat(bin); err != nil {
@@ -40,14 +48,16 @@ func Start(t testing.TB) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := "http://" + addr + "/metrics"
+	var once sync.Once
+	kill = func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
+	t.Cleanup(kill)
+	url = "http://" + addr + "/metrics"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url
+				return url, kill
 			}
 		}
 		if time.Now().After(deadline) {
