@@ -1,20 +1,24 @@
 // Command verdictcal calibrates compare's verdict on real runs (issue 13,
 // docs/statistics.md): how often 3 interleaved rounds of a platform
 // against itself are called different (false positives), and how often a
-// known ~10% throughput difference is found with the right sign (power).
+// known throughput difference is found with the right sign (power).
 //
-//	go run ./bench/verdictcal [-rounds 8] [-duration 20s] [-warmup 3s] [-draws 56]
+//	go run ./bench/verdictcal [-rounds 12] [-duration 60s] [-warmup 10s] [-quota 0.9 [-quota 0.95]]
 //
 // It starts one managed PostgreSQL and loads order-entry, then runs
-// -rounds rounds of A against A' (the same server) and -rounds rounds of
-// A against B, where B is the same server with its processes in a CPU
-// cgroup whose quota is 90% of the CPU the server used unconstrained
-// (cgroup v1 cpu.cfs_quota_us, or v2 cpu.max; needs root). Each round runs
-// its two sides in random order. From each set it draws -draws
-// comparisons of 3 rounds (distinct subsets of the rounds) and compares
-// them as `dbparity compare` does. It prints both rates with a Wilson 95%
-// interval; the subsets share rounds, so the interval is optimistic and
-// says so.
+// -rounds rounds of A against A' (the same server) and, for each -quota,
+// -rounds rounds of A against B, where B is the same server with its
+// processes in a CPU cgroup whose quota is that share of the CPU the
+// server used unconstrained (cgroup v1 cpu.cfs_quota_us, or v2 cpu.max;
+// needs root). Each round runs its two sides in random order, after a
+// CHECKPOINT. From each set it compares every subset of 3 rounds (up to
+// -draws) as `dbparity compare` does, and prints the rates with a 95%
+// interval jackknifed over the rounds (the subsets share rounds), the
+// round-to-round spread, what the t model predicts from that spread, and
+// every round's throughputs. With -dir it keeps the result files there and
+// reuses the rounds already in it, so that an interrupted calibration
+// resumes where it stopped (on a freshly loaded server: each round's
+// ratio compares two runs made back to back on the same data).
 package main
 
 import (
@@ -22,11 +26,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,20 +44,25 @@ import (
 )
 
 func main() {
-	rounds := flag.Int("rounds", 8, "rounds of each set (A/A and A/B); 3-round comparisons are drawn from them")
-	duration := flag.Duration("duration", 20*time.Second, "measured window of each run (20 s or more gives each run its own noise by batch means)")
-	warmup := flag.Duration("warmup", 3*time.Second, "warm-up of each run")
-	draws := flag.Int("draws", 56, "3-round comparisons drawn from each set (at most C(rounds, 3))")
-	quota := flag.Float64("quota", 0.9, "B's CPU quota as a share of the CPU the server used unconstrained")
+	rounds := flag.Int("rounds", 12, "rounds of each set (A/A and each A/B); 3-round comparisons are drawn from them")
+	duration := flag.Duration("duration", 60*time.Second, "measured window of each run (ab's default; 20 s or more gives each run its own noise by batch means)")
+	warmup := flag.Duration("warmup", 10*time.Second, "warm-up of each run (ab's default)")
+	draws := flag.Int("draws", 220, "3-round comparisons drawn from each set (at most C(rounds, 3))")
+	var quotas quotaList
+	flag.Var(&quotas, "quota", "B's CPU quota as a share of the CPU the server used unconstrained; repeat it for several A/B sets (default 0.9)")
 	flag.BoolVar(&checkpoint, "checkpoint", true, "run CHECKPOINT before each run, so that no run inherits the last one's dirty buffers")
+	flag.StringVar(&keep, "dir", "", "keep the result files in this directory, and reuse those already there (to resume an interrupted calibration)")
 	flag.Parse()
-	if err := run(*rounds, *duration, *warmup, *draws, *quota); err != nil {
+	if len(quotas) == 0 {
+		quotas = quotaList{0.9}
+	}
+	if err := run(*rounds, *duration, *warmup, *draws, quotas); err != nil {
 		fmt.Fprintln(os.Stderr, "verdictcal:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds int, duration, warmup time.Duration, draws int, share float64) error {
+func run(rounds int, duration, warmup time.Duration, draws int, shares []float64) error {
 	ctx := context.Background()
 	cg, err := newCgroup()
 	if err != nil {
@@ -70,12 +79,21 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 		return err
 	}
 	one := func(label string, round int) (*result.Run, error) {
+		dir := env.Dir
+		if keep != "" {
+			dir = keep
+		}
+		out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", label, round))
+		if keep != "" && round > 0 {
+			if res, err := result.Read(out); err == nil {
+				return res, nil
+			}
+		}
 		if checkpoint {
 			if err := sql(ctx, env, "CHECKPOINT"); err != nil {
 				return nil, err
 			}
 		}
-		out := filepath.Join(env.Dir, fmt.Sprintf("%s-%d.json", label, round))
 		err := runner.Run(ctx, runner.RunOptions{Common: common, Users: 2, Duration: duration, Warmup: warmup,
 			Label: label, Round: round, Out: out, Force: true, Collect: runner.CollectOptions{Off: true}})
 		if err != nil {
@@ -89,11 +107,10 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 	if err != nil {
 		return err
 	}
-	quota := share * cores
-	fmt.Printf("server used %.2f cores unconstrained; B's quota: %.2f cores (%.0f%%)\n", cores, quota, 100*share)
+	fmt.Printf("server used %.2f cores unconstrained\n", cores)
 
 	g := rand.New(rand.NewPCG(1, 13))
-	set := func(name string, bConstrained bool) (a, b []*result.Run, err error) {
+	set := func(name string, quota float64) (a, b []*result.Run, err error) {
 		for r := 1; r <= rounds; r++ {
 			order := []bool{false, true} // false: A, true: the other side
 			if g.IntN(2) == 1 {
@@ -103,14 +120,14 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 				label := "A"
 				if other {
 					label = "B"
-					if bConstrained {
+					if quota > 0 {
 						if err := cg.enter(env.Inst.Processes(), quota); err != nil {
 							return nil, nil, err
 						}
 					}
 				}
 				res, err := one(name+label, r)
-				if other && bConstrained {
+				if other && quota > 0 {
 					if err := cg.leave(env.Inst.Processes()); err != nil {
 						return nil, nil, err
 					}
@@ -129,32 +146,155 @@ func run(rounds int, duration, warmup time.Duration, draws int, share float64) e
 		}
 		return a, b, nil
 	}
-	aa, aa2, err := set("aa", false)
-	if err != nil {
-		return err
+	type measured struct {
+		name  string
+		share float64 // 0 for A against A
+		a, b  []*result.Run
 	}
-	ab, bb, err := set("ab", true)
-	if err != nil {
-		return err
+	sets := []measured{{name: "aa"}}
+	for _, q := range shares {
+		sets = append(sets, measured{name: fmt.Sprintf("ab%.0f", 100*q), share: q})
+	}
+	for i := range sets {
+		m := &sets[i]
+		if m.a, m.b, err = set(m.name, m.share*cores); err != nil {
+			return err
+		}
 	}
 	subsets := triples(rounds, draws, g)
-	fp, fpFloor := count(aa, aa2, subsets, func(v compare.Verdict) bool { return v.Different })
-	pw, _ := count(ab, bb, subsets, func(v compare.Verdict) bool { return v.Different && v.Ratio < 1 })
 	n := len(subsets)
-	fmt.Printf("\n%d comparisons of 3 interleaved rounds, drawn from %d real rounds of each set (%s windows, CHECKPOINT before each run: %v)\n", n, rounds, duration, checkpoint)
-	fmt.Printf("  round-to-round sd of the log ratio: A/A %.3f, A/B %.3f\n", sdLogRatio(aa, aa2), sdLogRatio(ab, bb))
-	lo, hi := wilson(fp, n)
-	fmt.Printf("  false positives (A against A'):          %d of %d = %.1f%% (95%% CI %.1f–%.1f%%)\n", fp, n, 100*float64(fp)/float64(n), 100*lo, 100*hi)
-	lo, hi = wilson(pw, n)
-	fmt.Printf("  power (B at %.0f%% CPU quota, found slower): %d of %d = %.1f%% (95%% CI %.1f–%.1f%%)\n", 100*share, pw, n, 100*float64(pw)/float64(n), 100*lo, 100*hi)
-	fmt.Printf("  within-run floor applied in %d of the %d A/A comparisons\n", fpFloor, n)
-	fmt.Printf("  median throughput ratio B/A over all rounds: A/A %.3f, A/B %.3f\n", medianRatio(aa, aa2), medianRatio(ab, bb))
-	fmt.Println("  (the subsets share rounds: the intervals assume independent comparisons and are narrower than they should be)")
+	fmt.Printf("\n%d comparisons of 3 interleaved rounds in each set, drawn from %d real rounds (%s windows after %s warm-up, CHECKPOINT before each run: %v)\n",
+		n, rounds, duration, warmup, checkpoint)
+	fmt.Println("  95% intervals are jackknifed over the rounds: the comparisons share rounds, and the interval says how much the rounds allow")
+	for _, m := range sets {
+		sd := sdLogRatio(m.a, m.b)
+		if m.share == 0 {
+			k, floored, lo, hi := rate(m.a, m.b, subsets, func(v compare.Verdict) bool { return v.Different })
+			fmt.Printf("  A against A: false positives %d of %d = %.1f%% (95%% CI %.1f–%.1f%%); round-to-round sd of ln(B/A) %.3f; within-run floor used in %d\n",
+				k, n, 100*float64(k)/float64(n), 100*lo, 100*hi, sd, floored)
+			continue
+		}
+		k, _, lo, hi := rate(m.a, m.b, subsets, func(v compare.Verdict) bool { return v.Different && v.Ratio < 1 })
+		eff := medianRatio(m.a, m.b)
+		fmt.Printf("  B at %.0f%% CPU quota (%.2f cores), throughput %.1f%% of A: found slower in %d of %d = %.1f%% (95%% CI %.1f–%.1f%%); sd of ln(B/A) %.3f; the model predicts %.0f%%\n",
+			100*m.share, m.share*cores, 100*eff, k, n, 100*float64(k)/float64(n), 100*lo, 100*hi, sd, 100*predictedPower(math.Log(eff), sd))
+	}
+	aaSD := sdLogRatio(sets[0].a, sets[0].b)
+	fmt.Printf("  the model's power of 3 rounds at the A/A noise (sd %.3f): %.0f%% against a 10%% difference, %.0f%% against 15%%\n",
+		aaSD, 100*predictedPower(math.Log(0.9), aaSD), 100*predictedPower(math.Log(0.85), aaSD))
+	fmt.Println("\n  rounds (tps A, tps B, B/A):")
+	for _, m := range sets {
+		for r := range m.a {
+			ta, tb := m.a[r].Summarize().TPS, m.b[r].Summarize().TPS
+			fmt.Printf("    %-5s %2d  %7.1f  %7.1f  %.3f\n", m.name, r+1, ta, tb, tb/ta)
+		}
+	}
+	return nil
+}
+
+// rate is the share of subsets whose verdict hit accepts, how many used
+// the within-run floor, and a 95% interval of the share by the jackknife
+// over rounds (each round left out in turn, the share taken over the
+// subsets without it), clipped to [0, 1].
+func rate(a, b []*result.Run, subsets [][]int, hit func(compare.Verdict) bool) (k, floored int, lo, hi float64) {
+	hits := make([]bool, len(subsets))
+	for i, s := range subsets {
+		v := verdict(a, b, s)
+		hits[i] = hit(v)
+		if hits[i] {
+			k++
+		}
+		if v.Floored {
+			floored++
+		}
+	}
+	p := float64(k) / float64(len(subsets))
+	n := len(a)
+	var loo []float64
+	for out := 0; out < n; out++ {
+		var m, t int
+		for i, s := range subsets {
+			if !slices.Contains(s, out) {
+				t++
+				if hits[i] {
+					m++
+				}
+			}
+		}
+		if t > 0 {
+			loo = append(loo, float64(m)/float64(t))
+		}
+	}
+	var mean, v float64
+	for _, x := range loo {
+		mean += x
+	}
+	mean /= float64(len(loo))
+	for _, x := range loo {
+		v += (x - mean) * (x - mean)
+	}
+	se := math.Sqrt(float64(len(loo)-1) / float64(len(loo)) * v)
+	// With no spread at all (every comparison alike), fall back on the
+	// binomial of the independent triples the rounds hold: n/3.
+	se = max(se, math.Sqrt(p*(1-p)/float64(n/3)))
+	return k, floored, max(0, p-1.96*se), min(1, p+1.96*se)
+}
+
+// verdict compares one subset of rounds as compare does.
+func verdict(a, b []*result.Run, s []int) compare.Verdict {
+	ga, gb := compare.Group{Label: "A"}, compare.Group{Label: "B"}
+	for _, i := range s {
+		ga.Runs, gb.Runs = append(ga.Runs, a[i]), append(gb.Runs, b[i])
+	}
+	return compare.Verdicts(ga, gb, compare.Metrics(a[0])[:1])[0]
+}
+
+// predictedPower is the share of 3-round comparisons that Student's t
+// (2 degrees of freedom, 5% two-sided) calls slower when the log ratio
+// has mean mu and round-to-round sd sd: 200,000 seeded draws.
+func predictedPower(mu, sd float64) float64 {
+	g := rand.New(rand.NewPCG(3, 3))
+	const draws = 200000
+	crit := 4.302652729911275
+	k := 0
+	for range draws {
+		var d [3]float64
+		var m float64
+		for i := range d {
+			d[i] = mu + sd*g.NormFloat64()
+			m += d[i]
+		}
+		m /= 3
+		var v float64
+		for _, x := range d {
+			v += (x - m) * (x - m)
+		}
+		se := math.Sqrt(v / 2 / 3)
+		if m < 0 && -m/se > crit {
+			k++
+		}
+	}
+	return float64(k) / draws
+}
+
+// quotaList is -quota, repeatable.
+type quotaList []float64
+
+func (q *quotaList) String() string { return fmt.Sprint(*q) }
+func (q *quotaList) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0 && v < 1) {
+		return fmt.Errorf("want a share between 0 and 1, got %q", s)
+	}
+	*q = append(*q, v)
 	return nil
 }
 
 // checkpoint is -checkpoint.
-var checkpoint bool
+var (
+	checkpoint bool
+	keep       string // -dir
+)
 
 // sql runs one statement on the server.
 func sql(ctx context.Context, env *benchenv.Env, stmt string) error {
@@ -170,25 +310,6 @@ func sql(ctx context.Context, env *benchenv.Env, stmt string) error {
 	defer c.Close()
 	_, err = c.Exec(ctx, stmt)
 	return err
-}
-
-// count compares each subset of rounds as compare does and counts the
-// verdicts hit accepts, and those whose interval used the runs' own noise.
-func count(a, b []*result.Run, subsets [][]int, hit func(compare.Verdict) bool) (n, floored int) {
-	for _, s := range subsets {
-		ga, gb := compare.Group{Label: "A"}, compare.Group{Label: "B"}
-		for _, i := range s {
-			ga.Runs, gb.Runs = append(ga.Runs, a[i]), append(gb.Runs, b[i])
-		}
-		v := compare.Verdicts(ga, gb, compare.Metrics(a[0])[:1])[0]
-		if hit(v) {
-			n++
-		}
-		if v.Floored {
-			floored++
-		}
-	}
-	return n, floored
 }
 
 // triples draws up to want distinct 3-subsets of 0..n-1.
@@ -227,18 +348,6 @@ func medianRatio(a, b []*result.Run) float64 {
 		r = append(r, b[i].Summarize().TPS/a[i].Summarize().TPS)
 	}
 	return compare.Median(r)
-}
-
-// wilson is the Wilson score interval of k successes in n.
-func wilson(k, n int) (lo, hi float64) {
-	if n == 0 {
-		return math.NaN(), math.NaN()
-	}
-	const z = 1.959964
-	p, nf := float64(k)/float64(n), float64(n)
-	c := (p + z*z/(2*nf)) / (1 + z*z/nf)
-	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / (1 + z*z/nf)
-	return max(0, c-h), min(1, c+h)
 }
 
 // serverCores runs probe and returns the server tree's CPU in cores

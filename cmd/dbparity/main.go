@@ -15,12 +15,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/term"
 
+	"github.com/dbparity/dbparity/internal/atomicfile"
 	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
@@ -56,9 +58,11 @@ func init() {
 		{"show", "print the summary of a result file", cmdShow},
 		{"compare", "compare result files grouped by label: verdicts and side-by-side tables", cmdCompare},
 		{"ab", "run the workload against two targets in interleaved rounds and compare them as pairs", cmdAB},
+		{"sweep", "run the workload at each step of a parameter (users, rate, warehouses, cpus), on one target or two interleaved, and compare", cmdSweep},
 		{"recover", "turn the journal of a run that died into a result file marked partial", cmdRecover},
 		{"capture", "read PostgreSQL server logs into a capture file of the application's workload", cmdCapture},
 		{"replay", "replay a capture against a target and write a result file", cmdReplay},
+		{"snapshot", "record every table's rows (counts and checksums) and sequences, to verify a replay's end state", cmdSnapshot},
 		{"version", "print the version", func(context.Context, []string) error {
 			fmt.Println("dbparity", runner.Version)
 			return nil
@@ -324,6 +328,8 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.Var(positive{&o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")
 	fs.IntVar(&o.SeriesPoints, "series-points", metrics.DefaultSeriesPoints, "points kept of each series in the result; a longer run merges adjacent points and keeps every point in OUT.series.gz")
 	o.MaxErrorPct = fs.Float64("max-error-pct", result.DefaultMaxErrorPct, "mark the run failed (exit 1) when more than this percentage of the measured window's transactions failed")
+	fs.Float64Var(&o.Rate, "rate", 0, "open loop: start this many transactions per second in all (served by whichever session is free); latency counts from each one's intended start, and a run that cannot keep up says so (default: none, each session runs back to back)")
+	fs.StringVar(&o.Arrival, "arrival", "", "with --rate: uniform (evenly spaced, the default) or poisson (random gaps, mean 1/rate)")
 }
 
 // positive is a duration flag that refuses 0 and negative values: an
@@ -350,6 +356,44 @@ func (p positive) Set(s string) error {
 	return nil
 }
 
+// sidesFlags are the flags of two sides, A and B, of ab and sweep.
+type sidesFlags struct {
+	aURL, bURL     string
+	aSet, bSet     multi
+	labelA, labelB string
+}
+
+func (sf *sidesFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&sf.aURL, "a", "", "target of side A (default --target, or --managed)")
+	fs.StringVar(&sf.bURL, "b", "", "target of side B (default --target, or --managed)")
+	fs.Var(&sf.aSet, "a-pg-set", "managed: a server setting name=value for side A only (repeatable)")
+	fs.Var(&sf.bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
+	fs.StringVar(&sf.labelA, "label-a", "a", "label of side A, the baseline")
+	fs.StringVar(&sf.labelB, "label-b", "b", "label of side B")
+}
+
+// given tells whether any flag of a second side was given.
+func (sf *sidesFlags) given() bool {
+	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0
+}
+
+// sides returns the targets of A and B from the common target.
+func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) {
+	a, b = base, base
+	if sf.aURL != "" {
+		a.URL, a.Managed = sf.aURL, ""
+	}
+	if sf.bURL != "" {
+		b.URL, b.Managed = sf.bURL, ""
+	}
+	a.PGSet = append(append([]string(nil), a.PGSet...), sf.aSet...)
+	b.PGSet = append(append([]string(nil), b.PGSet...), sf.bSet...)
+	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") {
+		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres")}
+	}
+	return a, b, nil
+}
+
 func cmdAB(ctx context.Context, args []string) error {
 	fs, c, err := newFlags("ab", args)
 	if err != nil {
@@ -357,14 +401,8 @@ func cmdAB(ctx context.Context, args []string) error {
 	}
 	o := runner.ABOptions{}
 	runFlags(fs, &o.RunOptions)
-	var aURL, bURL string
-	var aSet, bSet multi
-	fs.StringVar(&aURL, "a", "", "target of side A (default --target, or --managed)")
-	fs.StringVar(&bURL, "b", "", "target of side B (default --target, or --managed)")
-	fs.Var(&aSet, "a-pg-set", "managed: a server setting name=value for side A only (repeatable)")
-	fs.Var(&bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
-	fs.StringVar(&o.LabelA, "label-a", "a", "label of side A, the baseline")
-	fs.StringVar(&o.LabelB, "label-b", "b", "label of side B")
+	var sf sidesFlags
+	sf.bind(fs)
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds: each runs A and B once, in an order drawn from --seed (3 give a verdict; more narrow it)")
 	fs.BoolVar(&o.Reload, "reload", false, "load the workload again before every run")
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-ROUND.json (default dbparity-data/results/ab)")
@@ -376,22 +414,19 @@ func cmdAB(ctx context.Context, args []string) error {
 	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "ab"}, args...)
-	o.A, o.B = c.opts.Target, c.opts.Target
-	if aURL != "" {
-		o.A.URL, o.A.Managed = aURL, ""
-	}
-	if bURL != "" {
-		o.B.URL, o.B.Managed = bURL, ""
-	}
-	o.A.PGSet = append(append([]string(nil), o.A.PGSet...), aSet...)
-	o.B.PGSet = append(append([]string(nil), o.B.PGSet...), bSet...)
-	if aURL == bURL && strings.Join(aSet, ",") == strings.Join(bSet, ",") {
-		return runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres")}
+	o.LabelA, o.LabelB = sf.labelA, sf.labelB
+	if o.A, o.B, err = sf.sides(c.opts.Target); err != nil {
+		return err
 	}
 	files, err := runner.AB(ctx, o)
 	if err != nil {
 		return err
 	}
+	return compareFiles(files, o.LabelA)
+}
+
+// compareFiles prints the comparison of the result files a command wrote.
+func compareFiles(files []string, baseline string) error {
 	var runs []*result.Run
 	for _, f := range files {
 		r, err := result.Read(f)
@@ -400,12 +435,77 @@ func cmdAB(ctx context.Context, args []string) error {
 		}
 		runs = append(runs, r)
 	}
-	gs, err := compare.Groups(runs, files, o.LabelA)
+	gs, err := compare.GroupRuns(runs, files, "label", baseline)
+	if err != nil {
+		return err
+	}
+	c, err := report.NewComparisonWith(gs, report.CompareOptions{})
 	if err != nil {
 		return err
 	}
 	fmt.Println()
-	return report.CompareText(os.Stdout, report.NewComparison(gs))
+	return report.CompareText(os.Stdout, c)
+}
+
+func cmdSweep(ctx context.Context, args []string) error {
+	fs, c, err := newFlags("sweep", args)
+	if err != nil {
+		return err
+	}
+	o := runner.SweepOptions{}
+	runFlags(fs, &o.RunOptions)
+	var sf sidesFlags
+	sf.bind(fs)
+	over := fs.String("over", "", "the parameter and its steps: users=4,8,16 (or users=1..64, doublings), rate=100,200,400, warehouses=1,2,4, cpus=1,2 (a managed server's CPUs)")
+	label := fs.String("label", "", "the platform's name, with one target (default the host name)")
+	until := fs.String("until-cpu", "", "stop after the first step at which the database server's CPU reached this utilisation, for example 85% (users= or rate= sweeps)")
+	fs.IntVar(&o.Repeat, "repeat", 1, "runs of each side at each step (with two sides: interleaved rounds; 3 give an interval)")
+	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-PARAM=VALUE-REPETITION.json (default dbparity-data/results/sweep)")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	if len(c.targets) > 1 {
+		return runner.UsageError{Err: errors.New("sweep takes one --target (or --a and --b)")}
+	}
+	if *over == "" {
+		return runner.UsageError{Err: errors.New("--over is missing: name the parameter and its steps, for example --over users=4,8,16")}
+	}
+	if o.Param, o.Values, err = runner.ParseSteps(*over); err != nil {
+		return err
+	}
+	if *until != "" {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(*until), "%"), 64)
+		if err != nil {
+			return runner.UsageError{Err: fmt.Errorf("--until-cpu %q: want a utilisation such as 85%%", *until)}
+		}
+		o.UntilCPU = v
+	}
+	o.Common = c.opts
+	o.Command = append([]string{"dbparity", "sweep"}, args...)
+	if sf.given() {
+		if *label != "" {
+			return runner.UsageError{Err: errors.New("--label names the one target; with --a/--b give --label-a and --label-b")}
+		}
+		a, b, err := sf.sides(c.opts.Target)
+		if err != nil {
+			return err
+		}
+		o.Sides = []runner.Side{{Target: a, Label: sf.labelA}, {Target: b, Label: sf.labelB}}
+	} else {
+		if *label == "" {
+			*label, _ = os.Hostname()
+		}
+		o.Sides = []runner.Side{{Target: c.opts.Target, Label: *label}}
+	}
+	files, err := runner.Sweep(ctx, o)
+	if len(files) == 0 {
+		return err
+	}
+	// The steps that finished are compared even when a later one failed.
+	if cerr := compareFiles(files, o.Sides[0].Label); cerr != nil && err == nil {
+		return cerr
+	}
+	return err
 }
 
 func cmdCheck(ctx context.Context, args []string) error {
@@ -470,10 +570,12 @@ func cmdCompare(_ context.Context, args []string) error {
 	format := fs.String("format", "text", "text, markdown, csv or json")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with charts to this file")
 	groupBy := fs.String("group", "label", "group runs by label, or by a disclosed fact (driver.users, disclosure.host.kernel, ...)")
-	flags, files := splitArgs(args, "baseline", "format", "html", "group")
+	over := fs.String("over", "", "read the runs as a sweep over users, rate, warehouses or cpus, taken from each run's own settings (runs of dbparity sweep record theirs)")
+	atCPU := fs.Float64("at-cpu", 0, "a sweep's throughput at equal CPU utilisation is compared at this utilisation in % (default: the highest every group reached)")
+	flags, files := splitArgs(args, "baseline", "format", "html", "group", "over", "at-cpu")
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--format text|markdown|csv|json] [--html FILE] [--force] FILE...")
+			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--over PARAM] [--at-cpu PCT] [--format text|markdown|csv|json] [--html FILE] [--force] FILE...")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			return err
@@ -482,6 +584,9 @@ func cmdCompare(_ context.Context, args []string) error {
 	}
 	if len(files) < 2 {
 		return runner.UsageError{Err: errors.New("name at least two result files (usage: dbparity compare [--baseline LABEL] FILE...)")}
+	}
+	if *atCPU < 0 || *atCPU > 100 {
+		return runner.UsageError{Err: fmt.Errorf("--at-cpu %g: a utilisation between 0 and 100%%", *atCPU)}
 	}
 	if *htmlOut != "" {
 		if err := checkHTML(*htmlOut, *force); err != nil {
@@ -501,21 +606,35 @@ func cmdCompare(_ context.Context, args []string) error {
 		}
 		runs = append(runs, r)
 	}
-	gs, err := compare.GroupBy(runs, files, *groupBy, *baseline)
+	gs, err := compare.GroupRuns(runs, files, *groupBy, *baseline)
 	if err != nil {
 		return runner.UsageError{Err: err}
+	}
+	param := *over
+	if param == "" {
+		param = compare.SweepParam(gs)
+	}
+	if param == "" {
+		if err := compare.TwoGroups(gs, *groupBy); err != nil {
+			return runner.UsageError{Err: err}
+		}
 	}
 	if !*force {
 		w, err := workload.New(runs[0].Workload.Name)
 		var loadParams []string
 		if err == nil {
-			loadParams = w.Meta().LoadParams
+			loadParams = append(w.Meta().LoadParams, w.Meta().RunParams...)
 		}
+		// A sweep over warehouses compares scales on purpose.
+		loadParams = slices.DeleteFunc(loadParams, func(p string) bool { return p == param })
 		if err := compare.Comparable(gs, loadParams); err != nil {
 			return runner.UsageError{Err: err}
 		}
 	}
-	c := report.NewComparison(gs)
+	c, err := report.NewComparisonWith(gs, report.CompareOptions{Over: *over, AtCPU: *atCPU})
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
 	if *htmlOut != "" {
 		if err := writeHTML(*htmlOut, c); err != nil {
 			return err
@@ -532,7 +651,7 @@ func writeHTML(path string, c *report.Comparison) error {
 	if err := report.CompareHTML(&b, c); err != nil {
 		return err
 	}
-	if err := writeAtomic(path, b.Bytes()); err != nil {
+	if err := atomicfile.WriteBytes(path, b.Bytes()); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fmt.Fprintf(os.Stderr, "HTML report written to %s\n", path)
@@ -579,33 +698,6 @@ func checkHTML(path string, force bool) error {
 // dbparityData matches the head of dbparity's own JSON files: results and
 // journals ("schema") and captures ("format").
 var dbparityData = regexp.MustCompile(`^\s*\{\s*"(?:schema|format)"\s*:\s*"(dbparity\.[^"]*)"`)
-
-// writeAtomic replaces path with data, or leaves it and its directory as
-// they were.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
 
 func cmdRecover(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity recover", flag.ContinueOnError)

@@ -393,7 +393,10 @@ func TestCompareCommitDelay(t *testing.T) {
 			files = append(files, out)
 		}
 	}
-	code, stdout, stderr := dbparity(t, dir, append([]string{"compare", "--baseline", "delayed"}, files...)...)
+	// --force: on a 2-core machine shared with the server (and with the
+	// other packages' tests) a run's driver may be flagged driver-bound;
+	// this test is about the commit delay, which the server alone makes.
+	code, stdout, stderr := dbparity(t, dir, append([]string{"compare", "--force", "--baseline", "delayed"}, files...)...)
 	if code != 0 {
 		t.Fatalf("compare: exit %d: %s", code, stderr)
 	}
@@ -422,7 +425,7 @@ func TestCompareCommitDelay(t *testing.T) {
 	if !strings.Contains(stdout, "disclosure.database.settings.synchronous_commit") {
 		t.Errorf("the setting is not in the disclosure diff:\n%s", stdout)
 	}
-	code, md, stderr := dbparity(t, dir, append([]string{"compare", "--format", "markdown", "--baseline", "delayed", "--html", "r.html"}, files...)...)
+	code, md, stderr := dbparity(t, dir, append([]string{"compare", "--force", "--format", "markdown", "--baseline", "delayed", "--html", "r.html"}, files...)...)
 	if code != 0 || !strings.Contains(md, "| throughput (tps) |") {
 		t.Errorf("markdown: exit %d %s\n%s", code, stderr, md)
 	}
@@ -818,25 +821,6 @@ func TestCompareHTMLTarget(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
-	}
-}
-
-// A write that fails after its temporary file was made (here the rename,
-// onto a directory that holds a file) leaves no temporary file.
-func TestWriteAtomicCleansUp(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "r.html")
-	os.Mkdir(target, 0o755)
-	os.WriteFile(filepath.Join(target, "keep"), []byte("x"), 0o644)
-	if err := writeAtomic(target, []byte("<html>")); err == nil {
-		t.Fatal("a rename onto a non-empty directory succeeded")
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("after a failed write the directory holds %d entries, want 1 (r.html): %v", len(entries), entries)
-	}
-	if err := writeAtomic(filepath.Join(dir, "no", "r.html"), []byte("<html>")); err == nil {
-		t.Error("a write into a missing directory succeeded")
 	}
 }
 

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/runner"
+	"github.com/dbparity/dbparity/internal/workload/replay"
 )
 
 func cmdCapture(_ context.Context, args []string) error {
@@ -122,9 +125,18 @@ func cmdReplay(ctx context.Context, args []string) error {
 	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}}
 	fs.StringVar(&o.Capture, "capture", "", "the capture file (made by dbparity capture)")
 	speed := fs.String("speed", "1", "pace: 1 as captured, 2 twice as fast, 0.5 half; max: as fast as possible, order kept")
-	fs.StringVar(&o.Order, "order", "session", "session: each session keeps its own order and pace; global: statements also start in their captured order across sessions")
+	fs.StringVar(&o.Sync, "sync", replay.SyncCapture, "capture: a statement waits for every statement of another session that ended before it started in the capture; none: sessions keep their own order and pace only")
+	order := fs.String("order", "", "replaced by --sync: session is --sync none, global is --sync capture")
+	fs.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "report a statement that runs, or a session that waits for the others, longer than this (on the progress line and in the result)")
 	fs.Var(mapping(o.MapUser), "map-user", "replay a captured user as another: FROM=TO (repeatable)")
 	fs.Var(mapping(o.MapDB), "map-db", "replay a captured database as another: FROM=TO (repeatable)")
+	var include, exclude multi
+	fs.Var(&include, "include-session", "replay only the sessions that match: user=PATTERN, database=PATTERN or application=PATTERN (shell patterns; repeatable: any matches)")
+	fs.Var(&exclude, "exclude-session", "leave out the sessions that match: user=, database= or application=PATTERN (repeatable)")
+	excludeStmt := fs.String("exclude-statement", "", "skip the statements whose text matches this regular expression (counted in the report)")
+	fs.BoolVar(&o.ReplayAdmin, "replay-admin", false, "send the statements that change the server (ALTER SYSTEM, pg_reload_conf(), CHECKPOINT, pg_terminate_backend(), CREATE/DROP DATABASE, ...), skipped and listed by default")
+	warmup := fs.String("warmup", "", "before the measured replay, replay unmeasured the capture's first DURATION (30s), or all of it (all), for the caches; it writes too")
+	fs.StringVar(&o.Verify, "verify", "", "after the replay, compare every table with this end-state snapshot (dbparity snapshot) and report which match")
 	fs.BoolVar(&o.Literals, "show-literals", false, "keep one statement text per fingerprint, literal values included, in the result")
 	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-replay-TIME.json)")
@@ -144,7 +156,63 @@ func cmdReplay(ctx context.Context, args []string) error {
 	} else if o.Speed, err = strconv.ParseFloat(*speed, 64); err != nil || o.Speed <= 0 {
 		return runner.UsageError{Err: fmt.Errorf("--speed %q: give a factor above 0 (2 is twice as fast) or max", *speed)}
 	}
+	switch *order {
+	case "":
+	case "session":
+		o.Sync = replay.SyncNone
+	case "global":
+		o.Sync = replay.SyncCapture
+	default:
+		return runner.UsageError{Err: fmt.Errorf("--order %q: replaced by --sync capture|none", *order)}
+	}
+	if *order != "" {
+		fmt.Fprintf(os.Stderr, "dbparity replay: --order is replaced by --sync; replaying with --sync %s\n", o.Sync)
+	}
+	for _, m := range include {
+		x, err := replay.ParseMatch(m)
+		if err != nil {
+			return runner.UsageError{Err: fmt.Errorf("--include-session %v", err)}
+		}
+		o.Filter.Include = append(o.Filter.Include, x)
+	}
+	for _, m := range exclude {
+		x, err := replay.ParseMatch(m)
+		if err != nil {
+			return runner.UsageError{Err: fmt.Errorf("--exclude-session %v", err)}
+		}
+		o.Filter.Exclude = append(o.Filter.Exclude, x)
+	}
+	if *excludeStmt != "" {
+		if o.ExcludeStatement, err = regexp.Compile(*excludeStmt); err != nil {
+			return runner.UsageError{Err: fmt.Errorf("--exclude-statement: %v", err)}
+		}
+	}
+	switch *warmup {
+	case "", "0":
+	case "all":
+		o.WarmupAll = true
+	default:
+		if o.Warmup, err = time.ParseDuration(*warmup); err != nil || o.Warmup <= 0 {
+			return runner.UsageError{Err: fmt.Errorf("--warmup %q: give a duration of the capture (30s) or all", *warmup)}
+		}
+	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "replay"}, args...)
 	return runner.Replay(ctx, o)
+}
+
+func cmdSnapshot(ctx context.Context, args []string) error {
+	fs, c := targetFlags("snapshot")
+	out := fs.String("out", "", "the snapshot file to write")
+	force := fs.Bool("force", false, "replace the snapshot file if it exists")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case len(c.targets) > 1:
+		return runner.UsageError{Err: errors.New("snapshot takes one --target")}
+	case *out == "":
+		return runner.UsageError{Err: errors.New("--out FILE is required (usage: dbparity snapshot --target URL --out FILE)")}
+	}
+	return runner.Snapshot(ctx, runner.SnapshotOptions{Common: c.opts, Out: *out, Force: *force})
 }

@@ -251,6 +251,11 @@ func (b *builder) logMessage(e *entry) {
 		b.app(s, e)
 		st := b.simple(s, strings.TrimPrefix(msg, "statement: "), e.time, 0)
 		s.openStmt = st
+	case strings.HasPrefix(msg, FastPath):
+		// log_statement: a fast-path call, logged as it starts.
+		s := b.session(e, false)
+		b.app(s, e)
+		s.openStmt = b.simple(s, msg, e.time, 0)
 	case strings.HasPrefix(msg, "execute "):
 		step, ok := cutStep(msg)
 		if !ok {
@@ -309,6 +314,13 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 		return
 	}
 	start := e.time.Add(-d)
+	if strings.HasPrefix(rest, FastPath) {
+		s := b.session(e, false)
+		b.app(s, e)
+		s.openStmt = nil
+		b.simple(s, rest, start, d)
+		return
+	}
 	if text, ok := strings.CutPrefix(rest, "statement: "); ok {
 		s := b.session(e, false)
 		b.app(s, e)

@@ -135,9 +135,10 @@ func (c *Capture) Summary() string {
 	fmt.Fprintf(&b, "capture: %d log file(s), %s to %s (%s)\n", len(c.Sources),
 		c.Start.UTC().Format("2006-01-02 15:04:05.000"), c.End.UTC().Format("2006-01-02 15:04:05.000 MST"), span.Round(time.Millisecond))
 	before, after := 0, 0
-	var stmts, extended, prepared, failed, truncated int
+	var stmts, extended, prepared, failed, truncated, copies, fastpath int
 	var busy time.Duration
 	states := map[string]int{}
+	copyTables := map[string]int{}
 	for i := range c.Sessions {
 		s := &c.Sessions[i]
 		if s.StartedBeforeLog {
@@ -158,6 +159,13 @@ func (c *Capture) Summary() string {
 			if st.ParamsTruncated {
 				truncated++
 			}
+			text := c.Texts[st.Text]
+			if t, ok := CopyFromStdin(text); ok {
+				copies++
+				copyTables[t]++
+			} else if strings.HasPrefix(text, FastPath) {
+				fastpath++
+			}
 			if st.Error != nil {
 				failed++
 				code := st.Error.SQLState
@@ -173,6 +181,13 @@ func (c *Capture) Summary() string {
 		stmts, extended, prepared, len(c.Texts), busy.Round(time.Microsecond))
 	if truncated > 0 {
 		fmt.Fprintf(&b, "unreplayable: %d statements without their full parameters\n", truncated)
+	}
+	if copies > 0 {
+		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: the rows are not in the log (a replay runs them empty and reports them)\n",
+			copies, strings.Join(sortedKeys(copyTables), ", "))
+	}
+	if fastpath > 0 {
+		fmt.Fprintf(&b, "fast-path function calls: %d: their arguments are not in the log (a replay skips them and reports them)\n", fastpath)
 	}
 	fmt.Fprintf(&b, "errors: %d", failed)
 	if failed > 0 {
@@ -201,4 +216,13 @@ func (c *Capture) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/dbparity/dbparity/internal/atomicfile"
 )
 
 // The file is gzip-compressed JSON (docs/capture.md). Its types are kept
@@ -94,38 +95,17 @@ func Write(path string, c *Capture) error {
 	for _, s := range c.Skipped {
 		fc.Skipped = append(fc.Skipped, fileSkip(s))
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write capture: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename it is gone
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	zw, _ := gzip.NewWriterLevel(bw, gzip.DefaultCompression)
-	enc := json.NewEncoder(zw)
-	enc.SetEscapeHTML(false)
-	err = enc.Encode(&fc)
-	if err == nil {
-		err = zw.Close()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		zw, _ := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		enc := json.NewEncoder(zw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&fc); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 	if err != nil {
 		return fmt.Errorf("write capture %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write capture %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -30,6 +30,28 @@ func Groups(runs []*result.Run, files []string, baseline string) ([]Group, error
 // (driver.users, workload.warehouses, disclosure.host.kernel,
 // target.server_version, ...). "" or "label" groups by label.
 func GroupBy(runs []*result.Run, files []string, key, baseline string) ([]Group, error) {
+	gs, err := GroupRuns(runs, files, key, baseline)
+	if err != nil {
+		return nil, err
+	}
+	return gs, TwoGroups(gs, key)
+}
+
+// TwoGroups refuses a comparison of one group: every run has the same
+// label (or the same value of the fact grouped by).
+func TwoGroups(gs []Group, key string) error {
+	if len(gs) >= 2 {
+		return nil
+	}
+	if key != "" && key != "label" {
+		return fmt.Errorf("every run has %s: --group needs a fact whose value differs", gs[0].Label)
+	}
+	return fmt.Errorf("all runs have the label %q: compare needs two labels (run each platform with its own --label), or a sweep (--over users)", gs[0].Label)
+}
+
+// GroupRuns groups as GroupBy does, and allows a single group (a sweep
+// of one platform).
+func GroupRuns(runs []*result.Run, files []string, key, baseline string) ([]Group, error) {
 	var gs []Group
 	at := map[string]int{}
 	for i, r := range runs {
@@ -57,12 +79,6 @@ func GroupBy(runs []*result.Run, files []string, key, baseline string) ([]Group,
 		}
 		gs[0], gs[k] = gs[k], gs[0]
 	}
-	if len(gs) < 2 {
-		if key != "" && key != "label" {
-			return nil, fmt.Errorf("every run has %s: --group needs a fact whose value differs", gs[0].Label)
-		}
-		return nil, fmt.Errorf("all runs have the label %q: compare needs two labels (run each platform with its own --label)", gs[0].Label)
-	}
 	return gs, nil
 }
 
@@ -84,6 +100,8 @@ func Comparable(gs []Group, loadParams []string) error {
 			switch {
 			case r.Failed:
 				return fmt.Errorf("%s is a failed run (%s): its figures do not describe the workload; leave it out, or pass --force", g.Files[i], r.FailedReason)
+			case r.Driver.Bound:
+				return fmt.Errorf("%s was driver-bound (%s): its throughput may be the driver's limit, not the platform's; give the driver more CPU (or another host), or pass --force", g.Files[i], r.Driver.BoundReason)
 			case r.Workload.Name != ref.Workload.Name:
 				return fmt.Errorf("%s runs %s, %s runs %s: not comparable (pass --force to compare anyway)", g.Files[i], r.Workload.Name, gs[0].Files[0], ref.Workload.Name)
 			case r.Workload.Version != ref.Workload.Version:
@@ -294,6 +312,12 @@ func RunNotes(g Group) []string {
 				f, n, secs, outageFailures(r)))
 		} else if len(r.Events) > 0 {
 			notes = append(notes, fmt.Sprintf("%s lost connections %d time(s) and reconnected", f, len(r.Events)))
+		}
+		if r.Driver.Bound {
+			notes = append(notes, fmt.Sprintf("%s was DRIVER-BOUND: %s", f, r.Driver.BoundReason))
+		}
+		if rt := r.Driver.Rate; rt != nil && rt.Behind {
+			notes = append(notes, fmt.Sprintf("%s could not keep its target rate: %s; its throughput is what the platform could do, not the rate asked for, and its latencies include the backlog", f, rt.BehindReason))
 		}
 		if r.OS != nil && r.OS.Window.CPUStealPct > 2 {
 			notes = append(notes, fmt.Sprintf("%s: %.1f%% of the CPU was stolen by the hypervisor", f, r.OS.Window.CPUStealPct))

@@ -7,6 +7,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,16 @@ type Config struct {
 	// clock starts; the run starts when it returns. Several runs driven at
 	// once (one per target) meet there, so their windows coincide.
 	Ready func(ctx context.Context) error
+	// Rate, when above 0, makes the run open-loop: transactions arrive at
+	// Rate per second for the whole run (Arrival: Uniform or Poisson,
+	// drawn from Seed) and whichever session is free takes the next one.
+	// A transaction's latency counts from its intended start, so the time
+	// it waited for a session is in it (no coordinated omission); that
+	// wait is also recorded apart (Result.Queue). The warm-up's backlog is
+	// dropped when the measured window begins. Think times are not taken.
+	Rate    float64
+	Arrival string
+	Seed    uint64
 }
 
 // stopGraceFault is how long sessions may finish their transaction after
@@ -153,6 +164,7 @@ type PhaseStats struct {
 	Retries    []int64 `json:"retries"`
 	Classes    map[string]int64
 	Statements int64
+	RoundTrips int64
 }
 
 func newPhaseStats(n int) PhaseStats {
@@ -171,6 +183,7 @@ func (p *PhaseStats) add(o PhaseStats) {
 		p.Classes[k] += v
 	}
 	p.Statements += o.Statements
+	p.RoundTrips += o.RoundTrips
 }
 
 // CPU is user and system CPU time of this process.
@@ -204,7 +217,12 @@ type Result struct {
 	// Latency per transaction type and of COMMIT alone, measured window.
 	Latency []*metrics.Histogram
 	Commit  *metrics.Histogram
-	Series  []metrics.Interval
+	// Queue is, in an open-loop run (Config.Rate), the time from each
+	// transaction's intended start to its start, measured window; Rate
+	// is what the schedule measured. Both nil in a closed-loop run.
+	Queue  *metrics.Histogram
+	Rate   *RateResult
+	Series []metrics.Interval
 	// SeriesStep is how many ticks a point of Series stands for (1 until
 	// the series reached Config.SeriesPoints).
 	SeriesStep int
@@ -215,6 +233,15 @@ type Result struct {
 	Reconnects  int64
 	// CPU of this process during the measured window and the whole run.
 	MeasureCPU, TotalCPU CPU
+	// Sched is the Go scheduler's latency over the measured window, and
+	// Gap the time sessions spent between one transaction's end and the
+	// next one's start for the driver's own work (drawing, recording,
+	// waiting to run), think times and a target rate's waits excluded.
+	Sched SchedLatency
+	Gap   time.Duration
+	// Wake is how late a timer of this process fired over the measured
+	// window: its threads' wait for a CPU, which Sched does not see.
+	Wake WakeLatency
 }
 
 // Measured is the length of the measured window.
@@ -230,13 +257,15 @@ type session struct {
 	phases   [numPhases]PhaseStats
 	latency  []*metrics.Recorder
 	commit   *metrics.Recorder
+	queue    *metrics.Recorder // open loop: the wait for a session
 	interval *metrics.Recorder
 	// iv are the counts of the interval in progress, per phase: a
 	// transaction reads the phase under mu, and the monitor changes the
 	// phase before it takes the old phase's counts, so each counts in the
 	// interval of its own phase, exactly.
 	iv      [numPhases]ivCounts
-	active  int // 1 while the session runs
+	active  int           // 1 while the session runs
+	gap     time.Duration // between transactions, measured window (see Result.Gap)
 	ivFault faultCounts
 	first   map[string]string
 	reconn  int64
@@ -277,6 +306,9 @@ type run struct {
 	// about 4 MB an hour at 64 sessions). Owned by the monitor goroutine.
 	latency []*metrics.Histogram
 	commit  *metrics.Histogram
+	queue   *metrics.Histogram
+	// sched is the arrival schedule of an open-loop run; nil otherwise.
+	sched *schedule
 }
 
 // outages tracks the open outage. Sessions take its lock only on a failure
@@ -381,7 +413,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.CheckpointEvery == 0 {
 		cfg.CheckpointEvery = time.Minute
 	}
-	r := &run{cfg: cfg, stopped: make(chan struct{}), commit: metrics.NewHistogram()}
+	r := &run{cfg: cfg, stopped: make(chan struct{}), commit: metrics.NewHistogram(), queue: metrics.NewHistogram()}
 	n := len(cfg.TxTypes)
 	for range n {
 		r.latency = append(r.latency, metrics.NewHistogram())
@@ -399,7 +431,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	for range cfg.Users {
-		s := &session{commit: metrics.NewRecorder(), interval: metrics.NewRecorder(), first: map[string]string{}}
+		s := &session{commit: metrics.NewRecorder(), queue: metrics.NewRecorder(), interval: metrics.NewRecorder(),
+			first: map[string]string{}}
 		for p := range s.iv {
 			s.iv[p].types = make([]TypeCounts, n)
 		}
@@ -419,13 +452,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		series: metrics.NewSeries(cfg.SeriesPoints)}
 	res := m.res
 	res.Start = time.Now()
+	if cfg.Rate > 0 {
+		if r.sched, err = newSchedule(cfg.Rate, cfg.Arrival, cfg.Seed, res.Start); err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
 	m.last, m.lastCommit, m.lastCheckpoint = res.Start, res.Start, res.Start
 	m.startCPU = ProcessCPU()
 	m.measureCPU = m.startCPU
 	// Phase changes run on their own timer, not on the tick, so the measured
 	// window lasts what was asked to within timer precision.
 	phaseTimer := time.NewTimer(cfg.Warmup)
+	m.wake = startWakeProbe()
+	defer m.wake.result() // stops it
 	if cfg.Warmup <= 0 {
+		m.schedStart = readSched()
 		m.changePhase(Measure, res.Start)
 		res.MeasureStart = res.Start
 		phaseTimer.Reset(cfg.Duration)
@@ -460,8 +504,13 @@ loop:
 		case <-phaseTimer.C:
 			now := time.Now() // not the channel's value: both channels must agree on order
 			if r.phase.Load() == Warmup {
+				if r.sched != nil {
+					r.sched.rebase(now)
+				}
 				res.MeasureStart = now
 				m.measureCPU = ProcessCPU()
+				m.schedStart = readSched()
+				m.wake.restart()
 				m.changePhase(Measure, now)
 				phaseTimer.Reset(cfg.Duration)
 				ticker.Reset(cfg.Tick) // intervals aligned on the measured window
@@ -486,6 +535,11 @@ loop:
 	res.TotalCPU = ProcessCPU().Sub(m.startCPU)
 	r.merge(res)
 	res.Series, res.SeriesStep = m.series.Points(), m.series.Step()
+	if r.sched != nil {
+		res.Queue = metrics.NewHistogram()
+		res.Queue.Merge(r.queue)
+		res.Rate = &RateResult{Target: cfg.Rate, Arrival: cmp.Or(cfg.Arrival, Uniform), Dropped: r.sched.dropped, LagEnd: m.lagEnd}
+	}
 	res.Events = r.out.all()
 	m.unanswered()
 	if interrupted {
@@ -502,6 +556,8 @@ type monitor struct {
 	agg                  *metrics.Histogram
 	last                 time.Time
 	startCPU, measureCPU CPU
+	schedStart           schedSnapshot
+	wake                 *wakeProbe
 	commits, errors      int64
 	cancelHard           context.CancelFunc
 	// Since the last interval with a commit: when it ended, the failures
@@ -513,6 +569,7 @@ type monitor struct {
 	lastCheckpoint time.Time
 	checkpoints    int
 	stopping       bool
+	lagEnd         time.Duration // open loop: behind schedule at the window's end
 	// series is bounded: a day-long run keeps as many points as an
 	// hour-long one, each standing for more seconds (the journal has them
 	// all).
@@ -666,10 +723,15 @@ func (m *monitor) stop(now time.Time, reason string, grace time.Duration) {
 	}
 	if r.phase.Load() != Drain {
 		res.MeasureEnd = now
+		if r.sched != nil {
+			m.lagEnd = r.sched.lag(now)
+		}
 		if res.MeasureStart.IsZero() {
 			res.MeasureStart = now
 		}
 		res.MeasureCPU = ProcessCPU().Sub(m.measureCPU)
+		res.Sched = schedBetween(m.schedStart, readSched())
+		res.Wake = m.wake.result()
 		m.changePhase(Drain, now)
 	}
 	r.stop.Store(true)
@@ -758,8 +820,11 @@ func (r *run) collect(now, last, start time.Time, phase int, agg *metrics.Histog
 		s.ivFault = faultCounts{}
 		s.interval.MergeInto(agg)
 		s.interval.Reset()
-		s.fold(r.latency, r.commit)
+		s.fold(r.latency, r.commit, r.queue)
 		s.mu.Unlock()
+	}
+	if r.sched != nil {
+		iv.LagMillis = r.sched.lag(now).Milliseconds()
 	}
 	iv.P50Micros = int64(agg.Quantile(0.50) / time.Microsecond)
 	iv.P95Micros = int64(agg.Quantile(0.95) / time.Microsecond)
@@ -769,7 +834,7 @@ func (r *run) collect(now, last, start time.Time, phase int, agg *metrics.Histog
 
 // fold moves the session's latencies into the run's histograms; call
 // with s.mu held, from the monitor.
-func (s *session) fold(latency []*metrics.Histogram, commit *metrics.Histogram) {
+func (s *session) fold(latency []*metrics.Histogram, commit, queue *metrics.Histogram) {
 	for t, h := range s.latency {
 		if h.Count() > 0 {
 			h.MergeInto(latency[t])
@@ -779,6 +844,10 @@ func (s *session) fold(latency []*metrics.Histogram, commit *metrics.Histogram) 
 	if s.commit.Count() > 0 {
 		s.commit.MergeInto(commit)
 		s.commit.Reset()
+	}
+	if s.queue.Count() > 0 {
+		s.queue.MergeInto(queue)
+		s.queue.Reset()
 	}
 }
 
@@ -795,13 +864,14 @@ func (r *run) merge(res *Result) {
 		for p := range res.Phases {
 			res.Phases[p].add(s.phases[p])
 		}
-		s.fold(r.latency, r.commit)
+		s.fold(r.latency, r.commit, r.queue)
 		for k, v := range s.first {
 			if _, ok := res.FirstErrors[k]; !ok {
 				res.FirstErrors[k] = v
 			}
 		}
 		res.Reconnects += s.reconn
+		res.Gap += s.gap
 		s.mu.Unlock()
 	}
 	res.Latency = nil
@@ -832,12 +902,13 @@ func (m *monitor) checkpoint(now time.Time) *Result {
 // watchdog cancels when the server does not answer.
 func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 	w := r.cfg.NewWorker(id)
-	var sent int64 // statements of c already counted
+	var sent, trips int64 // statements and round trips of c already counted
 	account := func(phase int) {
 		if c != nil {
-			n := c.Statements()
+			n, t := c.Statements(), c.RoundTrips()
 			s.phases[phase].Statements += n - sent
-			sent = n
+			s.phases[phase].RoundTrips += t - trips
+			sent, trips = n, t
 		}
 	}
 	ctx, cancel := context.WithCancel(hard)
@@ -857,9 +928,25 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 	}()
 	backoff := 100 * time.Millisecond
 	th, thinks := w.(workload.Thinker)
+	thinks = thinks && r.sched == nil
+	var ended time.Time // the last transaction's end, plus any wait meant
 	for !r.stop.Load() && hard.Err() == nil {
+		var intended time.Time
+		if r.sched != nil {
+			intended = r.sched.claim()
+			if !r.until(intended, hard) {
+				break
+			}
+			if intended.After(ended) {
+				ended = intended // waiting for the schedule is not the driver's cost
+			}
+		}
 		typ := w.Next()
 		start := time.Now()
+		from := start // latency counts from here: the intended start in an open loop
+		if r.sched != nil {
+			from = intended
+		}
 		var out workload.Outcome
 		var err error
 		var cls target.ErrorClass
@@ -879,7 +966,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 					unreachable = true
 					break
 				}
-				sent = 0
+				sent, trips = 0, 0
 				s.mu.Lock()
 				s.reconn++
 				s.conn = c
@@ -900,7 +987,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			retries++
 		}
 		end := time.Now()
-		lat := end.Sub(start)
+		lat := end.Sub(from)
 		s.mu.Lock()
 		phase := int(r.phase.Load()) // under mu: see session.iv
 		s.busy = false
@@ -951,10 +1038,16 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			tc.Committed++
 			iv.commits++
 		}
+		if phase == Measure && !ended.IsZero() {
+			s.gap += start.Sub(ended)
+		}
 		if err == nil {
 			s.interval.Record(lat)
 			if phase == Measure {
 				s.latency[typ].Record(lat)
+				if r.sched != nil {
+					s.queue.Record(start.Sub(from))
+				}
 				if out.Commit > 0 {
 					s.commit.Record(out.Commit)
 				}
@@ -980,16 +1073,29 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		} else {
 			backoff = 100 * time.Millisecond
 		}
+		ended = time.Now()
 		if thinks {
 			if d := th.Think(); d > 0 {
-				t := time.NewTimer(d)
-				select {
-				case <-t.C:
-				case <-r.stopped:
-				case <-hard.Done():
-				}
-				t.Stop()
+				r.until(time.Now().Add(d), hard)
+				ended = time.Now() // a pause meant, not the driver's cost
 			}
 		}
 	}
+}
+
+// until waits for t; false when the run stopped first.
+func (r *run) until(t time.Time, hard context.Context) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return !r.stop.Load()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return !r.stop.Load()
+	case <-r.stopped:
+	case <-hard.Done():
+	}
+	return false
 }

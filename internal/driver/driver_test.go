@@ -28,9 +28,11 @@ func (c *fakeConn) Rollback(context.Context) error                             {
 func (c *fakeConn) CopyFrom(context.Context, string, []string, [][]any) (int64, error) {
 	return 0, nil
 }
-func (c *fakeConn) Statements() int64 { return c.n.Load() }
-func (c *fakeConn) Lost() bool        { return false }
-func (c *fakeConn) Close() error      { return nil }
+func (c *fakeConn) SendBatch(context.Context, *target.Batch) error { return nil }
+func (c *fakeConn) Statements() int64                              { return c.n.Load() }
+func (c *fakeConn) RoundTrips() int64                              { return c.n.Load() }
+func (c *fakeConn) Lost() bool                                     { return false }
+func (c *fakeConn) Close() error                                   { return nil }
 
 // fakeWorker runs transactions of 1 ms: every 5th fails once with a
 // serialization failure (then succeeds when retried), every 7th fails with

@@ -162,7 +162,8 @@ func NewSeries(max int) *Series {
 func SamePhase(a, b Interval) bool { return a.Phase == b.Phase }
 
 // MergeIntervals combines two adjacent intervals, a before b, into one
-// covering both: counts and seconds add up, time and sessions are b's.
+// covering both: counts and seconds add up, time, sessions and lag are
+// b's.
 // The merged percentiles are the larger of the two: an upper bound, since
 // percentiles do not combine; the exact ones are in the histograms.
 func MergeIntervals(a, b Interval) Interval {
@@ -178,5 +179,6 @@ func MergeIntervals(a, b Interval) Interval {
 		P95Micros:  max(a.P95Micros, b.P95Micros),
 		P99Micros:  max(a.P99Micros, b.P99Micros),
 		ActiveSess: b.ActiveSess,
+		LagMillis:  b.LagMillis,
 	}
 }

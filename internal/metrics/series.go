@@ -15,6 +15,9 @@ type Interval struct {
 	P95Micros  int64   `json:"p95_us"`
 	P99Micros  int64   `json:"p99_us"`
 	ActiveSess int     `json:"sessions"`
+	// LagMillis is, in an open-loop run, how far behind its schedule the
+	// run was at the interval's end (0 when it kept up).
+	LagMillis int64 `json:"lag_ms,omitempty"`
 }
 
 // TPS is the committed transactions per second of the interval.

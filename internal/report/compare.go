@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -22,19 +23,93 @@ type Comparison struct {
 	Verdicts [][]compare.Verdict // [group-1]: verdicts of group against the baseline
 	Notes    []string
 	Diff     []compare.Difference
+	// Sweep is set when the runs step through a parameter; Groups then
+	// hold the runs of one step (AtStep), the highest every group ran,
+	// for the verdicts and the side-by-side sections.
+	Sweep  *compare.Sweep
+	AtStep string
+}
+
+// CompareOptions shape a comparison.
+type CompareOptions struct {
+	// Over reads the runs as a sweep over this parameter even when they
+	// did not record it (runs made one by one with --users N, say); ""
+	// takes the sweep the runs recorded, if any.
+	Over string
+	// AtCPU is the CPU utilisation (%) a sweep's groups are compared at;
+	// NaN or 0: the highest every group reached.
+	AtCPU float64
 }
 
 // NewComparison computes the verdicts and notes of gs.
 func NewComparison(gs []compare.Group) *Comparison {
-	c := &Comparison{Groups: gs, Diff: compare.DisclosureDiff(gs)}
+	c, _ := NewComparisonWith(gs, CompareOptions{})
+	return c
+}
+
+// NewComparisonWith computes the comparison of gs; a sweep's groups may
+// be one.
+func NewComparisonWith(gs []compare.Group, o CompareOptions) (*Comparison, error) {
+	c := &Comparison{}
+	for _, g := range gs {
+		c.Notes = append(c.Notes, compare.RunNotes(g)...)
+	}
+	param := o.Over
+	if param == "" {
+		param = compare.SweepParam(gs)
+	}
+	if param != "" {
+		at := o.AtCPU
+		if at == 0 {
+			at = math.NaN()
+		}
+		sw, err := compare.NewSweep(gs, param, at)
+		if err != nil {
+			return nil, err
+		}
+		c.Sweep = sw
+		gs, c.AtStep = atTopStep(gs, sw)
+	}
+	if len(gs) < 2 && c.Sweep == nil {
+		return nil, fmt.Errorf("compare needs two groups")
+	}
+	c.Groups, c.Diff = gs, compare.DisclosureDiff(gs)
 	ms := compare.Metrics(gs[0].Runs[0])
 	for _, g := range gs[1:] {
 		c.Verdicts = append(c.Verdicts, compare.Verdicts(gs[0], g, ms))
 	}
-	for _, g := range gs {
-		c.Notes = append(c.Notes, compare.RunNotes(g)...)
+	return c, nil
+}
+
+// atTopStep keeps of each group the runs of the highest step every group
+// ran (the last step, with one group).
+func atTopStep(gs []compare.Group, sw *compare.Sweep) ([]compare.Group, string) {
+	common := map[float64]int{}
+	for _, g := range sw.Groups {
+		for _, st := range g.Steps {
+			common[st.Value]++
+		}
 	}
-	return c
+	top := math.Inf(-1)
+	for v, n := range common {
+		if n == len(sw.Groups) {
+			top = max(top, v)
+		}
+	}
+	if math.IsInf(top, -1) {
+		return gs, ""
+	}
+	var out []compare.Group
+	for _, g := range gs {
+		k := compare.Group{Label: g.Label}
+		for i, r := range g.Runs {
+			if v, ok := compare.StepOf(r, sw.Param); ok && v == top {
+				k.Runs, k.Files = append(k.Runs, r), append(k.Files, g.Files[i])
+			}
+		}
+		out = append(out, k)
+	}
+	return out, fmt.Sprintf("%s=%s", sw.Param, stepValue(top))
 }
 
 // Table is one section of a comparison: every output format (terminal,
@@ -45,9 +120,13 @@ type Table struct {
 	Rows    [][]string `json:"rows"`
 }
 
-// Tables builds the comparison's sections, verdicts first.
+// Tables builds the comparison's sections, verdicts first (a sweep's
+// tables before them).
 func (c *Comparison) Tables() []Table {
-	return append(c.verdictTables(), c.sections()...)
+	if c.Sweep != nil && len(c.Groups) < 2 {
+		return append(c.sweepTables(), c.noteTable()...)
+	}
+	return append(append(c.sweepTables(), c.verdictTables()...), c.sections()...)
 }
 
 // verdictTables are the verdicts of each group against the baseline, as
@@ -56,7 +135,11 @@ func (c *Comparison) verdictTables() []Table {
 	base := c.Groups[0]
 	var ts []Table
 	for i, g := range c.Groups[1:] {
-		t := Table{Title: fmt.Sprintf("%s against %s (ratio %s/%s; throughput tested alone, the other metrics Holm-corrected among themselves)", g.Label, base.Label, g.Label, base.Label),
+		at := ""
+		if c.AtStep != "" {
+			at = " at " + c.AtStep + ", the highest step both ran"
+		}
+		t := Table{Title: fmt.Sprintf("%s against %s%s (ratio %s/%s; throughput tested alone, the other metrics Holm-corrected among themselves)", g.Label, base.Label, at, g.Label, base.Label),
 			Columns: []string{"metric", "verdict"}}
 
 		for _, v := range c.Verdicts[i] {
@@ -83,14 +166,14 @@ func (c *Comparison) sections() []Table {
 	if len(pw.Rows) > 0 {
 		ts = append(ts, pw)
 	}
-	if len(c.Notes) > 0 {
-		t := Table{Title: "runs to read with care", Columns: []string{"note"}}
-		for _, n := range c.Notes {
-			t.Rows = append(t.Rows, []string{n})
+	ts = append(ts, c.noteTable()...)
+	side := c.sideBySide()
+	if c.AtStep != "" {
+		for i := range side {
+			side[i].Title += " at " + c.AtStep
 		}
-		ts = append(ts, t)
 	}
-	ts = append(ts, c.sideBySide()...)
+	ts = append(ts, side...)
 	ts = append(ts, c.profiles()...)
 	if t := c.waits(); t != nil {
 		ts = append(ts, *t)
@@ -102,6 +185,18 @@ func (c *Comparison) sections() []Table {
 		}
 	}
 	return ts
+}
+
+// noteTable lists the runs to read with care, if any.
+func (c *Comparison) noteTable() []Table {
+	if len(c.Notes) == 0 {
+		return nil
+	}
+	t := Table{Title: "runs to read with care", Columns: []string{"note"}}
+	for _, n := range c.Notes {
+		t.Rows = append(t.Rows, []string{n})
+	}
+	return []Table{t}
 }
 
 // title is the comparison's heading.
@@ -201,7 +296,7 @@ func CompareCSV(w io.Writer, c *Comparison) error {
 				num(v.Ratio), num(v.Lo), num(v.Hi), num(v.P), num(v.PAdj), strconv.Itoa(v.NA), strconv.Itoa(v.NB), v.Word(), strings.Join(v.Notes, "; ")})
 		}
 	}
-	ts := append([]Table{vt}, c.sections()...)
+	ts := append(append([]Table{vt}, c.sweepTables()...), c.sections()...)
 	width := 0
 	for _, t := range ts {
 		width = max(width, len(t.Columns)+1)
@@ -219,16 +314,27 @@ func CompareCSV(w io.Writer, c *Comparison) error {
 }
 
 // header is a table of one row per figure, a column per group, and the
-// ratio of the last group to the baseline when there are two.
+// ratio of every other group to the baseline: "ratio" when there are
+// two groups, "GROUP/BASELINE" for each when there are more.
 func (c *Comparison) header(title string) Table {
 	t := Table{Title: title, Columns: []string{"figure"}}
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label)
 	}
-	if len(c.Groups) == 2 {
-		t.Columns = append(t.Columns, "ratio")
-	}
+	t.Columns = append(t.Columns, ratioColumns(c.Groups)...)
 	return t
+}
+
+// ratioColumns name the ratio columns of gs against the first group.
+func ratioColumns(gs []compare.Group) []string {
+	if len(gs) == 2 {
+		return []string{"ratio"}
+	}
+	var cols []string
+	for _, g := range gs[1:] {
+		cols = append(cols, g.Label+"/"+gs[0].Label)
+	}
+	return cols
 }
 
 func (c *Comparison) row(t *Table, name string, vals []float64) {
@@ -240,10 +346,10 @@ func (c *Comparison) row(t *Table, name string, vals []float64) {
 			row = append(row, trim(v))
 		}
 	}
-	if len(c.Groups) == 2 {
+	for _, v := range vals[1:] {
 		r := ""
-		if !math.IsNaN(vals[0]) && !math.IsNaN(vals[1]) && vals[0] != 0 {
-			r = fmt.Sprintf("%.2fx", vals[1]/vals[0])
+		if !math.IsNaN(vals[0]) && !math.IsNaN(v) && vals[0] != 0 {
+			r = fmt.Sprintf("%.2fx", v/vals[0])
 		}
 		row = append(row, r)
 	}
@@ -655,8 +761,13 @@ func CompareJSON(w io.Writer, c *Comparison) error {
 		Notes       []string             `json:"notes"`
 		Differences []compare.Difference `json:"differences"`
 		Tables      []Table              `json:"tables"`
+		Sweep       any                  `json:"sweep,omitempty"`
+		AtStep      string               `json:"at_step,omitempty"`
 	}{Schema: CompareSchema, Workload: c.Groups[0].Runs[0].Workload.Name, Baseline: c.Groups[0].Label,
-		Notes: c.Notes, Differences: c.Diff, Tables: c.sections()}
+		Notes: c.Notes, Differences: c.Diff, Tables: append(c.sweepTables(), c.sections()...), AtStep: c.AtStep}
+	if c.Sweep != nil {
+		doc.Sweep = finite(reflect.ValueOf(c.Sweep))
+	}
 	for _, g := range c.Groups {
 		doc.Groups = append(doc.Groups, group{Label: g.Label, Runs: len(g.Runs), Files: g.Files, HostSource: compare.HostSource(g.Runs[0])})
 	}

@@ -1,11 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dbparity/dbparity/internal/compare"
@@ -182,7 +184,7 @@ func labelEvery(categories []string, slot float64) int {
 // of its runs at each second, with their range as a band, the warm-up
 // shaded), latency histograms side by side, CPU split over time.
 func (c *Comparison) charts() []template.HTML {
-	var out []template.HTML
+	out := c.sweepCharts()
 	var tps []line
 	unit := "transactions/s"
 	if c.Groups[0].Runs[0].Replay != nil {
@@ -329,7 +331,7 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 // headlines are what a manager reads first: each group's primary verdict
 // against the baseline and where its platform took time.
 func (c *Comparison) headlines() []string {
-	var out []string
+	out := c.sweepHeadlines()
 	for i, g := range c.Groups[1:] {
 		for _, v := range c.Verdicts[i] {
 			if v.Primary {
@@ -339,6 +341,62 @@ func (c *Comparison) headlines() []string {
 		if s := compare.PlatformSentence(c.Groups[0], g); s != "" {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// sweepCharts draw a sweep: each group's throughput against the swept
+// parameter (medians, the runs' range as a band, the USL fit dashed) and
+// against the database server's CPU utilisation, the equal-CPU point
+// shaded.
+func (c *Comparison) sweepCharts() []template.HTML {
+	s := c.Sweep
+	if s == nil {
+		return nil
+	}
+	var byStep, byCPU []line
+	for gi, g := range s.Groups {
+		l := line{name: g.Label + " (median)", colour: colour(gi), lo: []float64{}, hi: []float64{}}
+		cpu := line{name: g.Label, colour: colour(gi)}
+		for _, st := range g.Steps {
+			l.x, l.y = append(l.x, st.Value), append(l.y, st.TPS)
+			l.lo, l.hi = append(l.lo, st.TPSMin), append(l.hi, st.TPSMax)
+			if !math.IsNaN(st.CPU) {
+				cpu.x, cpu.y = append(cpu.x, st.CPU), append(cpu.y, st.TPS)
+			}
+		}
+		byStep = append(byStep, l)
+		if u := g.USL; u != nil {
+			fit := line{name: g.Label + " USL fit", colour: colour(gi), dash: true}
+			lo, hi := g.Steps[0].Value, g.Steps[len(g.Steps)-1].Value
+			for k := 0; k <= 60; k++ {
+				n := lo + (hi-lo)*float64(k)/60
+				fit.x, fit.y = append(fit.x, n), append(fit.y, u.At(n))
+			}
+			byStep = append(byStep, fit)
+		}
+		if len(cpu.x) > 0 {
+			// A line through the steps in the order of their utilisation.
+			idx := make([]int, len(cpu.x))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(cpu.x[a], cpu.x[b]) })
+			sorted := line{name: cpu.name, colour: cpu.colour}
+			for _, i := range idx {
+				sorted.x, sorted.y = append(sorted.x, cpu.x[i]), append(sorted.y, cpu.y[i])
+			}
+			byCPU = append(byCPU, sorted)
+		}
+	}
+	unit := "transactions/s"
+	out := []template.HTML{lineChart("throughput against "+s.Param+": median of each step's runs, their range shaded", s.Param, unit, byStep)}
+	if len(byCPU) > 0 {
+		var marks []shade
+		if !math.IsNaN(s.EqualAt) {
+			marks = append(marks, shade{name: fmt.Sprintf("equal CPU %.0f%%", s.EqualAt), from: s.EqualAt - 0.4, to: s.EqualAt + 0.4})
+		}
+		out = append(out, lineChart("throughput against CPU utilisation ("+s.CPUBasis+")", "CPU utilisation %", unit, byCPU, marks...))
 	}
 	return out
 }

@@ -35,17 +35,63 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 	if rp.Speed > 0 {
 		speed = fmt.Sprintf("speed %g", rp.Speed)
 	}
-	fmt.Fprintf(w, "\n  replay of %s (%s, %s order)\n", rp.Capture, speed, rp.Order)
+	timing := "sync " + rp.Sync
+	if rp.Sync == "" {
+		timing = rp.Order + " order"
+	}
+	fmt.Fprintf(w, "\n  replay of %s (%s, %s)\n", rp.Capture, speed, timing)
 	fmt.Fprintf(w, "    duration     captured %s, replayed in %s\n", secs(rp.CaptureSeconds), secs(rp.ReplaySeconds))
-	fmt.Fprintf(w, "    sessions     %d (%d could not connect)\n", rp.Sessions, rp.SessionsFailed)
+	fmt.Fprintf(w, "    sessions     %d (%d could not connect", rp.Sessions, rp.SessionsFailed)
+	if rp.SessionsFiltered > 0 {
+		fmt.Fprintf(w, "; %d more left out by the session filters", rp.SessionsFiltered)
+	}
+	fmt.Fprintf(w, ")\n")
 	fmt.Fprintf(w, "    statements   %d captured, %d replayed: %d ok, %d failed", rp.Statements, rp.Replayed, rp.OK, rp.Errors)
 	for _, k := range sortedKeys(rp.NotReplayed) {
 		fmt.Fprintf(w, "; %d not replayed (%s)", rp.NotReplayed[k], k)
 	}
-	fmt.Fprintf(w, "\n    commits      %d captured, %d replayed\n", rp.CapturedCommits, rp.ReplayedCommits)
+	fmt.Fprintf(w, "\n    transactions %d captured, %d replayed (committed blocks and autocommit statements; of them COMMITs %d and %d)\n",
+		rp.CapturedTransactions, rp.ReplayedTransactions, rp.CapturedCommits, rp.ReplayedCommits)
 	if l := rp.Lag; l != nil {
 		fmt.Fprintf(w, "    lag          behind schedule when issued: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 			l.P50Ms, l.P95Ms, l.P99Ms, l.MaxMs)
+	}
+	if sw := rp.SyncWait; sw != nil && sw.MaxMs > 0 {
+		fmt.Fprintf(w, "    sync wait    for other sessions' statements: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+			sw.P50Ms, sw.P95Ms, sw.P99Ms, sw.MaxMs)
+	}
+	if n := len(rp.Releases); n > 0 {
+		fmt.Fprintf(w, "    sync released %d times, to break a cycle with the server's lock waits:", n)
+		for i, rel := range rp.Releases {
+			if i == 5 {
+				fmt.Fprintf(w, " (%d more in the result file)", n-5)
+				break
+			}
+			fmt.Fprintf(w, "\n      at %s after %s: %s", secs(rel.AtS), secs(rel.WaitedS), rel.Cycle)
+		}
+		fmt.Fprintln(w)
+	}
+	for i, st := range rp.Stalls {
+		if i == 5 {
+			fmt.Fprintf(w, "    (%d more stalls in the result file)\n", len(rp.Stalls)-5)
+			break
+		}
+		fmt.Fprintf(w, "    STALLED      session %s %s %d for %s (seen at %s), waiting for %s: %s\n", st.Session, st.What,
+			st.Statement, secs(st.Seconds), secs(st.AtS), st.Waiting, clip(st.Fingerprint, 60))
+	}
+	if ty := rp.Typing; ty != nil {
+		fmt.Fprintf(w, "    typing       %d parameters in %d statement texts (%d executions) bound with types inferred from their values; %d texts untyped (not preparable before the replay)\n",
+			ty.Params, ty.Texts, ty.Executions, ty.Failed)
+	}
+	if len(rp.Admin) > 0 {
+		fmt.Fprintf(w, "    not sent     statements that change the server (--replay-admin sends them):")
+		for _, k := range sortedKeys(rp.Admin) {
+			fmt.Fprintf(w, " %s ×%d;", clip(k, 60), rp.Admin[k])
+		}
+		fmt.Fprintln(w)
+	}
+	if es := rp.EndState; es != nil {
+		fmt.Fprintf(w, "    %s\n", es.Summary)
 	}
 	for _, n := range rp.Notes {
 		fmt.Fprintf(w, "    note         %s\n", n)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,12 +47,44 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		line += fmt.Sprintf("   %.0f NOPM", s.NOPM)
 	}
 	p.f("%s\n", line)
-	p.f("  commits      %d   rollbacks (by design) %d   retries %d\n", s.Commits, s.Rollbacks, s.Retries)
-	p.f("  errors       %d%s\n", s.Errors, classes(s.ErrorsByClass))
-	p.f("  driver CPU   %.2f s   %.1f µs per transaction   %.2f µs per statement (%d statements)\n",
-		s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs, s.Statements)
+	if rt := r.Driver.Rate; rt != nil {
+		p.f("  open loop    %.1f transactions/s asked (%s arrivals), %.1f served (%.1f%%); latencies count from the intended start\n",
+			rt.TargetTPS, rt.Arrival, rt.AchievedTPS, 100*rt.AchievedTPS/rt.TargetTPS)
+		p.f("  queue        p50 %.2f ms   p95 %.2f ms   p99 %.2f ms   max %.2f ms waiting for a session; behind schedule %.2f s at the end (most %.2f s)\n",
+			rt.Queue.P50Ms, rt.Queue.P95Ms, rt.Queue.P99Ms, rt.Queue.MaxMs, rt.LagEndS, rt.MaxLagS)
+		if rt.Behind {
+			p.f("  BEHIND       %s\n", rt.BehindReason)
+		}
+	}
+	if r.Driver.Think > 0 {
+		p.f("  terminals    keying and think times of the specification × %g between transactions\n", r.Driver.Think)
+	}
+	if rp := r.Replay; rp != nil {
+		tps := 0.0
+		if s.DurationS > 0 {
+			tps = float64(rp.ReplayedTransactions) / s.DurationS
+		}
+		p.f("  statements   %d completed without error, %d failed%s\n", s.Commits, s.Errors, classes(s.ErrorsByClass))
+		p.f("  transactions %d committed (%.1f/s; %d in the capture)\n", rp.ReplayedTransactions, tps, rp.CapturedTransactions)
+		p.f("  driver CPU   %.2f s   %.2f µs per statement (%d statements)\n", s.DriverCPUS, s.DriverCPUPerStmtUs, s.Statements)
+	} else {
+		p.f("  commits      %d   rollbacks (by design) %d   retries %d\n", s.Commits, s.Rollbacks, s.Retries)
+		p.f("  errors       %d%s\n", s.Errors, classes(s.ErrorsByClass))
+		p.f("  driver CPU   %.2f s   %.1f µs per transaction   %.2f µs per statement (%d statements)\n",
+			s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs, s.Statements)
+		if s.RoundTrips > 0 {
+			p.f("  round trips  %.1f per transaction, %.1f statements each\n", s.RoundTripsPerTx, float64(s.Statements)/float64(s.RoundTrips))
+		}
+	}
 	if r.Target.Dialect == "sqlite" {
 		p.f("               (SQLite runs inside dbparity: its CPU is in the driver's)\n")
+	}
+	if d := r.Driver; d.CPUs > 0 {
+		p.f("  driver load  %.0f%% of its %d CPU(s)   scheduler latency p99 %.2f ms (max %.2f)   wakes late p99 %.2f ms (max %.2f)   %.1f µs between transactions\n",
+			100*d.CPUShare, d.CPUs, d.SchedP99Ms, d.SchedMaxMs, d.WakeP99Ms, d.WakeMaxMs, d.GapUsPerTx)
+		if d.Bound {
+			p.f("  DRIVER-BOUND %s: the figures may be the driver's limit, not the platform's\n", d.BoundReason)
+		}
 	}
 	p.f("\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -96,6 +129,33 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		}
 	}
 	return p.err
+}
+
+// Line writes a run as one line, with the file it was written to: what
+// a sweep prints of each of its runs.
+func Line(w io.Writer, r *result.Run, file string) error {
+	s := r.Summarize()
+	line := s.Label
+	if r.Step != nil {
+		line += fmt.Sprintf(" %s=%s", r.Step.Param, strconv.FormatFloat(r.Step.Value, 'f', -1, 64))
+	}
+	line += fmt.Sprintf(": %.1f tps", s.TPS)
+	if len(r.Transactions) > 0 {
+		t := r.Transactions[0]
+		line += fmt.Sprintf(", %s p95 %.2f ms", t.Name, t.Latency.P95Ms)
+	}
+	if u, ok := r.CPU(); ok {
+		line += fmt.Sprintf(", server CPU %.1f%%", u.Pct)
+	}
+	if rt := r.Driver.Rate; rt != nil && rt.Behind {
+		line += fmt.Sprintf(", BEHIND its rate (%.1f of %.1f/s)", rt.AchievedTPS, rt.TargetTPS)
+	}
+	line += fmt.Sprintf(", errors %d", s.Errors)
+	if r.Failed {
+		line += ", FAILED (" + r.FailedReason + ")"
+	}
+	_, err := fmt.Fprintf(w, "%s -> %s\n", line, file)
+	return err
 }
 
 // partsText prints each target of a multi-target run on a line: the

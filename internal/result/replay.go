@@ -8,9 +8,15 @@ type Replay struct {
 	CaptureSeconds float64 `json:"capture_s"`
 	ReplaySeconds  float64 `json:"replay_s"`
 	Speed          float64 `json:"speed"` // 0: as fast as possible
-	Order          string  `json:"order"`
-	Sessions       int     `json:"sessions"`
-	SessionsFailed int     `json:"sessions_failed"`
+	// Sync is "capture" (statements wait for what the capture proves
+	// happened before) or "none"; Order is the timing model of replays
+	// before synchronisation existed ("session" or "global").
+	Sync           string `json:"sync,omitempty"`
+	Order          string `json:"order,omitempty"`
+	Sessions       int    `json:"sessions"`
+	SessionsFailed int    `json:"sessions_failed"`
+	// SessionsFiltered were left out by the session filters.
+	SessionsFiltered int `json:"sessions_filtered,omitempty"`
 	// Statements captured; Replayed issued (OK and Errors).
 	Statements  int64            `json:"statements"`
 	Replayed    int64            `json:"replayed"`
@@ -19,14 +25,33 @@ type Replay struct {
 	NotReplayed map[string]int64 `json:"not_replayed,omitempty"` // by reason
 	// Lag behind the schedule when each statement was issued (absent as
 	// fast as possible).
-	Lag             *Histogram          `json:"lag,omitempty"`
-	CapturedCommits int64               `json:"captured_commits"`
-	ReplayedCommits int64               `json:"replayed_commits"`
-	Fingerprints    []ReplayFingerprint `json:"fingerprints"` // most replay time added first
-	Outcomes        []ReplayOutcome     `json:"outcomes,omitempty"`
-	SessionDiffs    []ReplaySessionDiff `json:"session_diffs,omitempty"`
-	Notes           []string            `json:"notes,omitempty"`
-	Literals        bool                `json:"literals"`
+	Lag *Histogram `json:"lag,omitempty"`
+	// SyncWait is how long statements waited for other sessions'
+	// statements before they were sent (sync capture).
+	SyncWait        *Histogram `json:"sync_wait,omitempty"`
+	CapturedCommits int64      `json:"captured_commits"` // COMMITs that committed
+	ReplayedCommits int64      `json:"replayed_commits"`
+	// Transactions committed, explicit blocks and autocommit statements
+	// alike, counted the same way in the capture and the replay.
+	CapturedTransactions int64 `json:"captured_transactions"`
+	ReplayedTransactions int64 `json:"replayed_transactions"`
+	// Admin are the statements skipped because they change the server
+	// (fingerprint: count); --replay-admin sends them.
+	Admin map[string]int64 `json:"admin_skipped,omitempty"`
+	// Releases are the synchronisation waits let go to break a cycle with
+	// the server's lock waits; Stalls the statements and waits that lasted
+	// past the stall timeout.
+	Releases []ReplayRelease `json:"sync_released,omitempty"`
+	Stalls   []ReplayStall   `json:"stalls,omitempty"`
+	// Typing is what parameter typing by inference did.
+	Typing *ReplayTyping `json:"typing,omitempty"`
+	// EndState is the target against the expected end state (--verify).
+	EndState     *EndState           `json:"end_state,omitempty"`
+	Fingerprints []ReplayFingerprint `json:"fingerprints"` // most replay time added first
+	Outcomes     []ReplayOutcome     `json:"outcomes,omitempty"`
+	SessionDiffs []ReplaySessionDiff `json:"session_diffs,omitempty"`
+	Notes        []string            `json:"notes,omitempty"`
+	Literals     bool                `json:"literals"`
 }
 
 // ReplayFingerprint is one normalised statement: the capture's server
@@ -40,11 +65,14 @@ type ReplayFingerprint struct {
 	ReplayErrors  int64     `json:"replay_errors"`
 	Capture       Histogram `json:"capture"`
 	Replay        Histogram `json:"replay"`
+	// SyncWait is the time its statements waited for other sessions.
+	SyncWait *Histogram `json:"sync_wait,omitempty"`
 }
 
 // ReplayOutcome counts the statements of one fingerprint whose replay
 // ended one way against their capture: "new error", "vanished error",
-// "changed error" (divergence) or "expected error".
+// "changed error", "rolled back", "committed", "data not in the log"
+// (divergence) or "expected error".
 type ReplayOutcome struct {
 	Kind        string `json:"kind"`
 	Fingerprint string `json:"fingerprint"`
@@ -78,4 +106,53 @@ func (r *Replay) Divergent() int64 {
 		}
 	}
 	return n
+}
+
+// ReplayRelease is a synchronisation wait let go to break a cycle.
+type ReplayRelease struct {
+	AtS       float64 `json:"at_s"` // from the replay's start
+	Session   string  `json:"session"`
+	Statement int     `json:"statement"` // its index in the session
+	WaitedS   float64 `json:"waited_s"`
+	Cycle     string  `json:"cycle"`
+}
+
+// ReplayStall is a statement that ran, or a session that waited for
+// synchronisation, past the stall timeout.
+type ReplayStall struct {
+	AtS         float64 `json:"at_s"`
+	Session     string  `json:"session"`
+	Statement   int     `json:"statement"`
+	Fingerprint string  `json:"fingerprint"`
+	Seconds     float64 `json:"seconds"`
+	What        string  `json:"what"` // statement or synchronisation
+	Waiting     string  `json:"waiting"`
+}
+
+// ReplayTyping is what parameter typing by inference did.
+type ReplayTyping struct {
+	Texts      int   `json:"texts"`
+	Params     int   `json:"params"`
+	Executions int64 `json:"executions"`
+	Failed     int   `json:"failed"`
+}
+
+// EndState is the target's tables against an expected end state.
+type EndState struct {
+	Expected  string     `json:"expected"` // where the snapshot was taken
+	Summary   string     `json:"summary"`
+	Match     int        `json:"match"`
+	ClockOnly int        `json:"clock_only"` // match apart from date/time columns
+	Of        int        `json:"of"`
+	Tables    []EndTable `json:"tables"`
+	Sequences []string   `json:"sequences_differ,omitempty"`
+}
+
+// EndTable is one table against its expected state.
+type EndTable struct {
+	Name     string   `json:"name"`
+	Verdict  string   `json:"verdict"`
+	WantRows int64    `json:"want_rows"`
+	GotRows  int64    `json:"got_rows"`
+	Columns  []string `json:"columns,omitempty"`
 }

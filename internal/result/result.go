@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/atomicfile"
 	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
@@ -30,7 +31,9 @@ type Run struct {
 	Label  string `json:"label"`
 	// Round is the round of an interleaved comparison (dbparity ab): the
 	// runs of two labels with the same round ran back to back.
-	Round         int    `json:"round,omitempty"`
+	Round int `json:"round,omitempty"`
+	// Step is the run's place in a sweep (dbparity sweep).
+	Step          *Step  `json:"step,omitempty"`
 	Partial       bool   `json:"partial"`
 	PartialReason string `json:"partial_reason,omitempty"`
 	// SeriesFile names the gzipped journal beside the result that holds
@@ -64,6 +67,9 @@ type Run struct {
 	Commit       Histogram        `json:"commit"`
 	Errors       map[string]int64 `json:"errors"` // by class
 	Statements   int64            `json:"statements"`
+	// RoundTrips are the times the sessions waited for the server to
+	// answer: a statement each, or a batch of pipelined statements.
+	RoundTrips int64 `json:"round_trips,omitempty"`
 	// First message of each error class seen in any phase.
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 	// Every phase, so that counts can be reconciled with the database.
@@ -96,6 +102,14 @@ type Run struct {
 	// the run: each one a transaction in its counters (the load profile and
 	// series already leave them out), for reconciling those counters.
 	CollectorStatements int64 `json:"collector_statements,omitempty"`
+}
+
+// Step is a run's place in a sweep: the parameter swept and its value
+// at this step. Repetitions of a step share it (and differ in Round).
+type Step struct {
+	Param string  `json:"param"` // users, rate, warehouses or cpus
+	Value float64 `json:"value"`
+	Index int     `json:"index"` // the step's place in the sweep, from 1
 }
 
 // Event is one outage in a run.
@@ -176,6 +190,9 @@ type Target struct {
 	Managed       bool              `json:"managed"`
 	ServerVersion string            `json:"server_version,omitempty"`
 	Settings      map[string]string `json:"settings,omitempty"`
+	// CPUs are the CPUs the managed server's processes were allowed to
+	// run on, when dbparity restricted them (a sweep over cpus=).
+	CPUs []int `json:"server_cpus,omitempty"`
 }
 
 type Host struct {
@@ -204,6 +221,58 @@ type Driver struct {
 	// more than one: the series were merged down to stay small, and
 	// SeriesFile has every point.
 	SeriesStep int `json:"series_step,omitempty"`
+	// Rate is set for an open-loop run (--rate): the schedule and how
+	// well the run kept it.
+	Rate *Rate `json:"rate,omitempty"`
+	// Think is set when the workload's sessions paused between
+	// transactions as terminals do (order-entry --think): the scale of
+	// the specification's keying and think times.
+	Think float64 `json:"think_scale,omitempty"`
+	// The driver's own load over the measured window, the proof that it
+	// was not the bottleneck: the CPUs dbparity could use and its share
+	// of them, the Go scheduler's latency (how long a session's goroutine
+	// waited, runnable, to run), how late its timers fired (its threads
+	// waiting for a CPU in the kernel's run queue, which the Go scheduler
+	// does not see), and the time sessions spent between transactions on
+	// the driver's account. Bound marks a run whose driver may have
+	// limited it (see JudgeDriver).
+	CPUs        int     `json:"cpus,omitempty"`
+	CPUShare    float64 `json:"cpu_share,omitempty"`
+	SchedP99Ms  float64 `json:"sched_latency_p99_ms,omitempty"`
+	SchedMaxMs  float64 `json:"sched_latency_max_ms,omitempty"`
+	WakeP99Ms   float64 `json:"wake_latency_p99_ms,omitempty"`
+	WakeMaxMs   float64 `json:"wake_latency_max_ms,omitempty"`
+	GapUsPerTx  float64 `json:"gap_us_per_tx,omitempty"`
+	Bound       bool    `json:"driver_bound,omitempty"`
+	BoundReason string  `json:"driver_bound_reason,omitempty"`
+}
+
+// A run is driver-bound when the driver used more than BoundShare of the
+// CPUs it could use, its sessions waited more than BoundSchedP99Ms at the
+// 99th percentile in Go's scheduler, or its timers fired more than
+// BoundWakeP99Ms late at the 99th percentile: the numbers it measured may
+// be the driver's limit, not the platform's. The kernel's threshold is a
+// scheduling slice (the kernel's slices are 3 ms and more): a driver
+// sharing a 2-core host with a busy server wakes about 1.5 ms late at the
+// 99th percentile, one whose CPU a busy loop also uses 14 ms.
+const (
+	BoundShare      = 0.80
+	BoundSchedP99Ms = 1.0
+	BoundWakeP99Ms  = 5.0
+)
+
+// JudgeDriver sets Bound from the driver's share and scheduler latency.
+func (d *Driver) JudgeDriver() {
+	switch {
+	case d.CPUs > 0 && d.CPUShare > BoundShare:
+		d.Bound, d.BoundReason = true, fmt.Sprintf("dbparity used %.0f%% of the %d CPU(s) it could use (over %.0f%%)", 100*d.CPUShare, d.CPUs, 100*BoundShare)
+	case d.SchedP99Ms > BoundSchedP99Ms:
+		d.Bound, d.BoundReason = true, fmt.Sprintf("its sessions waited %.1f ms (p99) for a CPU to run on (over %g ms): the driver's host is short of CPU", d.SchedP99Ms, BoundSchedP99Ms)
+	case d.WakeP99Ms > BoundWakeP99Ms:
+		d.Bound, d.BoundReason = true, fmt.Sprintf("its threads woke %.1f ms late (p99) for want of a CPU (over %g ms): the driver's host is short of CPU", d.WakeP99Ms, BoundWakeP99Ms)
+	default:
+		d.Bound, d.BoundReason = false, ""
+	}
 }
 
 // Transaction is one transaction type's measured window.
@@ -274,39 +343,8 @@ func Write(path string, r *Run) error {
 }
 
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteBytes(path, data); err != nil {
 		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write result %s: %w", path, err)
-	}
-	ok = true
-	// Make the rename itself durable.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

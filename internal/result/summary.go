@@ -23,12 +23,15 @@ type Summary struct {
 	PartialReason string           `json:"partial_reason,omitempty"`
 	DriverCPUS    float64          `json:"driver_cpu_s"`
 	// Driver CPU per committed transaction and per statement, microseconds.
-	DriverCPUPerTxUs   float64              `json:"driver_cpu_per_tx_us"`
-	DriverCPUPerStmtUs float64              `json:"driver_cpu_per_stmt_us"`
-	Statements         int64                `json:"statements"`
-	Transactions       map[string]TxSummary `json:"transactions"`
-	Commit             TxSummary            `json:"commit"`
-	Disclaimer         string               `json:"disclaimer,omitempty"`
+	DriverCPUPerTxUs   float64 `json:"driver_cpu_per_tx_us"`
+	DriverCPUPerStmtUs float64 `json:"driver_cpu_per_stmt_us"`
+	Statements         int64   `json:"statements"`
+	RoundTrips         int64   `json:"round_trips,omitempty"`
+	// RoundTripsPerTx is the round trips a completed transaction took.
+	RoundTripsPerTx float64              `json:"round_trips_per_tx,omitempty"`
+	Transactions    map[string]TxSummary `json:"transactions"`
+	Commit          TxSummary            `json:"commit"`
+	Disclaimer      string               `json:"disclaimer,omitempty"`
 }
 
 // TxSummary is one transaction type. Count is every completed execution
@@ -48,6 +51,7 @@ func (r *Run) Summarize() Summary {
 		Label: r.Label, Workload: r.Workload.Name, Target: r.Target.URL, Users: r.Driver.Users,
 		DurationS: r.MeasureEnd.Sub(r.MeasureStart).Seconds(), Partial: r.Partial, PartialReason: r.PartialReason,
 		ErrorsByClass: r.Errors, DriverCPUS: r.Driver.CPUUserS + r.Driver.CPUSysS, Statements: r.Statements,
+		RoundTrips:   r.RoundTrips,
 		Transactions: map[string]TxSummary{}, Disclaimer: r.Workload.Disclaimer,
 		Commit: TxSummary{Count: r.Commit.Count, P50Ms: r.Commit.P50Ms, P95Ms: r.Commit.P95Ms, P99Ms: r.Commit.P99Ms},
 	}
@@ -76,6 +80,9 @@ func (r *Run) Summarize() Summary {
 	}
 	if s.Statements > 0 {
 		s.DriverCPUPerStmtUs = s.DriverCPUS * 1e6 / float64(s.Statements)
+	}
+	if done := s.Commits + s.Rollbacks + s.Errors; done > 0 && s.RoundTrips > 0 {
+		s.RoundTripsPerTx = float64(s.RoundTrips) / float64(done)
 	}
 	return s
 }
@@ -128,4 +135,48 @@ func firstErrorOf(r *Run) string {
 		return best + ": " + msg
 	}
 	return best
+}
+
+// CPUUse is a run's CPU utilisation on the database host over the
+// measured window: the figure a sweep stops on (--until-cpu) and runs are
+// compared at (throughput at equal CPU utilisation).
+type CPUUse struct {
+	Pct  float64 // in % of CPUs
+	CPUs int     // the CPUs it is a share of
+	// Server says Pct is the database server's own processes (DB CPU) on
+	// the CPUs it could use; otherwise it is the database host's busy
+	// time, whatever ran there.
+	Server bool
+}
+
+// Cores is the CPU used, in cores (CPU-seconds per second).
+func (u CPUUse) Cores() float64 { return u.Pct / 100 * float64(u.CPUs) }
+
+// Basis names what Pct is a share of, for tables.
+func (u CPUUse) Basis() string {
+	if u.Server {
+		return fmt.Sprintf("the server's processes on %d CPU(s)", u.CPUs)
+	}
+	return fmt.Sprintf("the database host's busy time on %d CPU(s)", u.CPUs)
+}
+
+// CPU returns the run's CPU utilisation; false when the collectors did
+// not see the database host. The server's own CPU is preferred: on a
+// host the driver shares, the host's busy time counts the driver too.
+func (r *Run) CPU() (CPUUse, bool) {
+	if r.OS == nil || r.OS.Window.IntervalS <= 0 {
+		return CPUUse{}, false
+	}
+	w := r.OS.Window
+	cpus := w.NumCPU
+	if n := len(r.Target.CPUs); n > 0 {
+		cpus = n
+	}
+	if cpus <= 0 {
+		return CPUUse{}, false
+	}
+	if w.ServerCPUCores != nil {
+		return CPUUse{Pct: 100 * *w.ServerCPUCores / float64(cpus), CPUs: cpus, Server: true}, true
+	}
+	return CPUUse{Pct: w.CPUBusyPct, CPUs: w.NumCPU}, true
 }

@@ -61,6 +61,9 @@ func (r *Run) validate(prefix string) error {
 		v.histogram(f+".latency", t.Latency)
 	}
 	v.histogram("commit", r.Commit)
+	if r.Driver.Rate != nil {
+		v.histogram("driver.rate.queue", r.Driver.Rate.Queue)
+	}
 	for _, name := range slices.Sorted(maps.Keys(r.Phases)) {
 		p, f := r.Phases[name], fmt.Sprintf("phases[%q]", name)
 		v.count(f+".statements", p.Statements)

@@ -143,6 +143,13 @@ func (cc *collectorConn) CopyFrom(context.Context, string, []string, [][]any) (i
 	return 0, fmt.Errorf("collectors do not copy")
 }
 
+func (cc *collectorConn) SendBatch(context.Context, *target.Batch) error {
+	return fmt.Errorf("collectors send no batches")
+}
+
+// RoundTrips is not counted for collectors: their statements are.
+func (cc *collectorConn) RoundTrips() int64 { return cc.Statements() }
+
 func (cc *collectorConn) Statements() int64 {
 	if cc.c == nil {
 		return cc.closedStmts

@@ -80,14 +80,18 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 		}
 	}
 	// The tool makes a few transactions of its own (schema lookups, the
-	// server version, the counter read itself); autovacuum is off, so
-	// nothing else runs here. Measured: about a dozen.
+	// server version, the counter read itself): about a dozen measured.
+	// And pgx describes a pipelined batch's new statements in a round trip
+	// of their own before the batch's BEGIN: the server counts that as a
+	// transaction, once per batch shape per connection (at most a dozen
+	// shapes, so 36 here; measured 19). Autovacuum is off, so nothing
+	// else runs here.
 	dc, dr := after[0]-before[0], after[1]-before[1]
 	t.Logf("tool committed %d, its collectors sent %d statements, database counted %d; tool rolled back %d, database counted %d",
 		committed, r.CollectorStatements, dc, rolledBack, dr)
 	committed += r.CollectorStatements
-	if dc < committed || dc > committed+20 {
-		t.Errorf("database counted %d commits, the result %d (want equal within the tool's own 20)", dc, committed)
+	if own := int64(20 + 12*3); dc < committed || dc > committed+own {
+		t.Errorf("database counted %d commits, the result %d (want equal within the tool's own %d)", dc, committed, own)
 	}
 	if dr < rolledBack || dr > rolledBack+5 {
 		t.Errorf("database counted %d rollbacks, the result %d", dr, rolledBack)

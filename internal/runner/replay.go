@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/dbparity/dbparity/internal/driver"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/snapshot"
 	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload/replay"
 )
@@ -23,11 +26,26 @@ import (
 // ReplayOptions are the options of `dbparity replay`.
 type ReplayOptions struct {
 	Common
-	Capture  string  // the capture file
-	Speed    float64 // 0: as fast as possible
-	Order    string
-	MapUser  map[string]string
-	MapDB    map[string]string
+	Capture string  // the capture file
+	Speed   float64 // 0: as fast as possible
+	// Sync is replay.SyncCapture (default) or replay.SyncNone.
+	Sync string
+	// StallTimeout reports statements and waits that last longer.
+	StallTimeout time.Duration
+	MapUser      map[string]string
+	MapDB        map[string]string
+	// Filter picks the sessions; ExcludeStatement skips statements by
+	// text; ReplayAdmin sends the statements that change the server.
+	Filter           replay.Filter
+	ExcludeStatement *regexp.Regexp
+	ReplayAdmin      bool
+	// Warmup replays, before the measured replay and unmeasured, the
+	// capture's first Warmup of time; WarmupAll the whole capture once.
+	Warmup    time.Duration
+	WarmupAll bool
+	// Verify is an end-state snapshot (dbparity snapshot) the target must
+	// match once the replay is done.
+	Verify   string
 	Literals bool // keep one statement text per fingerprint in the result
 	Label    string
 	Out      string
@@ -36,8 +54,10 @@ type ReplayOptions struct {
 	Command  []string
 }
 
-// ReplayVersion changes when the replay's timing or accounting changes.
-const ReplayVersion = "1"
+// ReplayVersion changes when the replay's timing or accounting changes:
+// 2 synchronises sessions by what the capture proves happened before,
+// and counts transactions with savepoints and autocommit statements.
+const ReplayVersion = "2"
 
 // Replay plays a capture against the target and writes a result.
 func Replay(ctx context.Context, o ReplayOptions) error {
@@ -50,8 +70,14 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if o.Speed < 0 {
 		return usage("--speed %v: give a factor above 0 (2 is twice as fast) or max", o.Speed)
 	}
-	if o.Order != "" && o.Order != replay.OrderSession && o.Order != replay.OrderGlobal {
-		return usage("--order %q: choose %s or %s", o.Order, replay.OrderSession, replay.OrderGlobal)
+	if o.Sync != "" && o.Sync != replay.SyncCapture && o.Sync != replay.SyncNone {
+		return usage("--sync %q: choose %s or %s", o.Sync, replay.SyncCapture, replay.SyncNone)
+	}
+	if o.StallTimeout < 0 {
+		return usage("--stall-timeout %s: must be above 0", o.StallTimeout)
+	}
+	if o.Warmup < 0 {
+		return usage("--warmup %s: must not be negative", o.Warmup)
 	}
 	if err := o.Collect.validateDBHost(); err != nil {
 		return err
@@ -65,6 +91,21 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	}
 	if len(c.Sessions) == 0 {
 		return usage("%s holds no sessions: nothing to replay", o.Capture)
+	}
+	var want *snapshot.Snapshot
+	if o.Verify != "" {
+		if want, err = snapshot.Read(o.Verify); err != nil {
+			return UsageError{err}
+		}
+	}
+	kept := 0
+	for i := range c.Sessions {
+		if o.Filter.Keep(&c.Sessions[i]) {
+			kept++
+		}
+	}
+	if kept == 0 {
+		return usage("the session filters leave none of the %d captured sessions: check --include-session and --exclude-session", len(c.Sessions))
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join(DefaultDataDir, "results",
@@ -85,7 +126,25 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(o.Stderr, plan(c, o, t.URL))
+	fmt.Fprint(o.Stderr, plan(c, o, t.URL, kept))
+	types, typing := typeParams(ctx, c, t, o)
+	if typing.Texts > 0 || typing.Failed > 0 {
+		fmt.Fprintf(o.Stderr, "  parameters typed by inference: %d in %d statement texts (%d executions); %d texts the server could not prepare before the replay run untyped\n",
+			typing.Params, typing.Texts, typing.Executions, typing.Failed)
+	}
+	ro := replay.Options{
+		Capture: c, Speed: o.Speed, Sync: o.Sync, StallTimeout: o.StallTimeout, MapUser: o.MapUser, MapDB: o.MapDB,
+		ExcludeStatement: o.ExcludeStatement, ReplayAdmin: o.ReplayAdmin, Types: types, Literals: o.Literals,
+		Connect: t.ConnectReplay,
+	}
+	if !o.Filter.Empty() {
+		ro.Keep = o.Filter.Keep
+	}
+	if o.WarmupAll || o.Warmup > 0 {
+		if err := warmUp(ctx, ro, o); err != nil {
+			return err
+		}
+	}
 	// A replay killed outright keeps its per-second series in the journal.
 	journal, err := result.OpenJournal(o.Out, &result.Run{Schema: result.Schema, Label: o.Label,
 		Command: RedactArgs(o.Command), Start: time.Now(), Workload: result.Workload{Name: "replay", Version: ReplayVersion},
@@ -111,40 +170,138 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	p := &progress{w: o.Stderr, tty: o.TTY}
 	cpu0 := driver.ProcessCPU()
 	done = false
-	res, runErr := replay.Run(ctx, replay.Options{
-		Capture: c, Speed: o.Speed, Order: o.Order, MapUser: o.MapUser, MapDB: o.MapDB, Literals: o.Literals,
-		Connect:    t.ConnectReplay,
-		Started:    func(at time.Time) { ob.phase(driver.Measure, at) },
-		Stopped:    func(at time.Time) { ob.phase(driver.Drain, at) },
-		Progress:   func(s replay.Progress) { p.show(replayStatus(o.Label, s)) },
-		OnInterval: func(iv metrics.Interval) { journal.Append(result.JournalEntry{Interval: &iv}) },
-	})
+	ro.Started = func(at time.Time) { ob.phase(driver.Measure, at) }
+	ro.Stopped = func(at time.Time) { ob.phase(driver.Drain, at) }
+	ro.Progress = func(s replay.Progress) { p.show(replayStatus(o.Label, s)) }
+	ro.OnInterval = func(iv metrics.Interval) { journal.Append(result.JournalEntry{Interval: &iv}) }
+	res, runErr := replay.Run(ctx, ro)
 	p.clear()
 	if res == nil {
 		done = true // nothing ran
 		return runErr
 	}
 	cpu := driver.ProcessCPU().Sub(cpu0)
-	r, err := replayRun(o, t, sv, res, cpu)
+	r, err := replayRun(o, t, sv, c, res, cpu, typing)
 	if err != nil {
 		return err
 	}
 	if err := ob.finish(r); err != nil {
 		return err
 	}
+	// Replays have no warm-up of the driver's kind: its warning does not
+	// apply (--warmup replays part of the capture instead).
+	r.Warnings = slices.DeleteFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "no warm-up") })
+	if want != nil && ctx.Err() == nil {
+		if r.Replay.EndState, err = verify(ctx, t, want); err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("end state not verified: %v", err))
+		}
+	}
 	if err := result.Write(o.Out, r); err != nil {
 		return err
 	}
 	done = true
-	ro := RunOptions{Common: o.Common, Out: o.Out}
+	rpo := RunOptions{Common: o.Common, Out: o.Out}
 	if errors.Is(runErr, context.Canceled) {
 		runErr = driver.ErrInterrupted
 	}
-	return reportRun(ro, r, runErr)
+	return reportRun(rpo, r, runErr)
+}
+
+// typeParams types the parameters the server cannot infer (replay.Type),
+// preparing each statement text on a connection as its user to its
+// database, one per pair, opened on first need.
+func typeParams(ctx context.Context, c *capture.Capture, t *opened, o ReplayOptions) (map[int][]uint32, replay.Typing) {
+	conns := map[[2]string]target.ReplayConn{}
+	failed := map[[2]string]bool{}
+	defer func() {
+		for _, rc := range conns {
+			rc.Close()
+		}
+	}()
+	describe := func(ctx context.Context, user, db, text string, types []uint32) ([]uint32, error) {
+		k := [2]string{mappedName(o.MapUser, user), mappedName(o.MapDB, db)}
+		rc := conns[k]
+		if rc == nil {
+			if failed[k] {
+				return nil, errors.New("no connection")
+			}
+			var err error
+			if rc, err = t.ConnectReplay(ctx, k[0], k[1], "dbparity-replay-typing"); err != nil {
+				// The target's own user and database, as the sessions will.
+				if rc, err = t.ConnectReplay(ctx, "", "", "dbparity-replay-typing"); err != nil {
+					failed[k] = true
+					return nil, err
+				}
+			}
+			conns[k] = rc
+		}
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return rc.Describe(dctx, text, types)
+	}
+	return replay.Type(ctx, c, describe)
+}
+
+// warmUp replays the capture's first o.Warmup (or all of it) unmeasured:
+// for the caches, as the studies did before a measured replay.
+func warmUp(ctx context.Context, ro replay.Options, o ReplayOptions) error {
+	c := ro.Capture
+	if !o.WarmupAll {
+		c = leading(c, o.Warmup)
+	}
+	fmt.Fprintf(o.Stderr, "warm-up: replaying %s of the capture unmeasured (%d statements); it writes too: the end state includes it\n",
+		c.End.Sub(c.Start).Round(time.Millisecond), c.Statements())
+	ro.Capture, ro.Literals = c, false
+	p := &progress{w: o.Stderr, tty: o.TTY}
+	ro.Progress = func(s replay.Progress) { p.show(replayStatus(o.Label+" warm-up", s)) }
+	_, err := replay.Run(ctx, ro)
+	p.clear()
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
+// leading is the part of c that started within d of its start: sessions
+// cut at d, those that start later left out.
+func leading(c *capture.Capture, d time.Duration) *capture.Capture {
+	out := *c
+	out.Sessions = nil
+	for _, s := range c.Sessions {
+		if s.Start >= d {
+			continue
+		}
+		k := sort.Search(len(s.Statements), func(i int) bool { return s.Statements[i].Offset >= d })
+		s.Statements = s.Statements[:k]
+		s.End = min(s.End, d)
+		out.Sessions = append(out.Sessions, s)
+	}
+	out.End = out.Start.Add(min(d, c.End.Sub(c.Start)))
+	return &out
+}
+
+// verify compares the target with the expected end state.
+func verify(ctx context.Context, t *opened, want *snapshot.Snapshot) (*result.EndState, error) {
+	c, err := t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	got, err := snapshot.Take(ctx, c, t.URL)
+	if err != nil {
+		return nil, err
+	}
+	cmp := snapshot.Compare(want, got)
+	es := &result.EndState{Expected: want.Target, Summary: cmp.Summary(), Sequences: cmp.Sequences}
+	for _, d := range cmp.Tables {
+		es.Tables = append(es.Tables, result.EndTable(d))
+	}
+	es.Match, es.ClockOnly, es.Of = cmp.Matching()
+	return es, nil
 }
 
 // plan says what a replay will do, before it writes anything.
-func plan(c *capture.Capture, o ReplayOptions, url string) string {
+func plan(c *capture.Capture, o ReplayOptions, url string, kept int) string {
 	users, dbs := map[string]int{}, map[string]int{}
 	for _, s := range c.Sessions {
 		users[mappedName(o.MapUser, s.User)]++
@@ -155,16 +312,19 @@ func plan(c *capture.Capture, o ReplayOptions, url string) string {
 		speed = fmt.Sprintf("%gx the captured pace (about %s)", o.Speed,
 			time.Duration(float64(c.End.Sub(c.Start))/o.Speed).Round(time.Second))
 	}
-	order := o.Order
-	if order == "" {
-		order = replay.OrderSession
+	sync := "sessions wait for what the capture proves happened before (--sync capture)"
+	if o.Sync == replay.SyncNone {
+		sync = "sessions do not wait for each other (--sync none)"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "replaying %s: %d sessions, %d statements captured over %s\n", o.Capture, len(c.Sessions),
 		c.Statements(), c.End.Sub(c.Start).Round(time.Millisecond))
+	if kept < len(c.Sessions) {
+		fmt.Fprintf(&b, "  the session filters keep %d of the %d sessions\n", kept, len(c.Sessions))
+	}
 	fmt.Fprintf(&b, "  against %s, as users %s, databases %s\n", url, names(users), names(dbs))
-	fmt.Fprintf(&b, "  at %s, %s order; this writes to the target: restore it to the capture's starting point first (see docs/replay.md)\n",
-		speed, order)
+	fmt.Fprintf(&b, "  at %s; %s\n", speed, sync)
+	fmt.Fprintf(&b, "  this writes to the target: restore it to the capture's starting point first (see docs/replay.md)\n")
 	return b.String()
 }
 
@@ -192,14 +352,24 @@ func replayStatus(label string, s replay.Progress) string {
 	if s.CaptureProgress > 0 {
 		lag = fmt.Sprintf("  lag %7.1f ms", float64(s.Lag)/1e6)
 	}
-	return fmt.Sprintf("%s replay %s  %d/%d statements  %8.1f/s  %d sessions%s  errors %d", label,
+	line := fmt.Sprintf("%s replay %s  %d/%d statements  %8.1f/s  %d sessions%s  errors %d", label,
 		s.Elapsed.Round(time.Second), s.Issued, s.Total, s.StatementsPerSec, s.ActiveSessions, lag, s.Errors)
+	if s.SyncWaiting > 0 {
+		line += fmt.Sprintf("  waiting %d", s.SyncWaiting)
+	}
+	if s.Released > 0 {
+		line += fmt.Sprintf("  sync released %d", s.Released)
+	}
+	if s.Stalled > 0 {
+		line += fmt.Sprintf("  STALLED %d", s.Stalled)
+	}
+	return line
 }
 
 // replayRun turns a replay's result into a result file's run: one
 // transaction type, "statement", so that show and compare read it like
 // any run, and the replay section beside it.
-func replayRun(o ReplayOptions, t *opened, sv string, res *replay.Result, cpu driver.CPU) (*result.Run, error) {
+func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *replay.Result, cpu driver.CPU, typing replay.Typing) (*result.Run, error) {
 	r := &result.Run{
 		Schema: result.Schema, Label: o.Label,
 		Tool:    result.Tool{Name: "dbparity", Version: Version, GoVersion: runtime.Version()},
@@ -207,7 +377,7 @@ func replayRun(o ReplayOptions, t *opened, sv string, res *replay.Result, cpu dr
 		Start:   res.Start, End: res.End, MeasureStart: res.Start, MeasureEnd: res.End,
 		Partial: res.Partial, PartialReason: res.PartialReason,
 		Workload: result.Workload{Name: "replay", Version: ReplayVersion, Params: map[string]any{
-			"capture": o.Capture, "speed": o.Speed, "order": res.Order, "sessions": res.Sessions,
+			"capture": o.Capture, "speed": o.Speed, "sync": res.Sync, "sessions": res.Sessions,
 			"statements": res.Statements, "capture_s": res.CaptureSeconds}},
 		Target: result.Target{Dialect: t.Dialect.String(), URL: t.URL, Managed: t.managed != nil,
 			ServerVersion: sv, Settings: t.Settings},
@@ -233,15 +403,39 @@ func replayRun(o ReplayOptions, t *opened, sv string, res *replay.Result, cpu dr
 	r.Phases = map[string]result.Phase{"measure": {Committed: map[string]int64{"statement": res.OK},
 		Errors: map[string]int64{"statement": res.Errors}, Rollbacks: map[string]int64{}, Statements: res.Replayed}}
 	rp := &result.Replay{Capture: o.Capture, CaptureSeconds: res.CaptureSeconds, ReplaySeconds: res.ReplaySeconds,
-		Speed: res.Speed, Order: res.Order, Sessions: res.Sessions, SessionsFailed: res.SessionsFailed,
-		Statements: res.Statements, Replayed: res.Replayed, OK: res.OK, Errors: res.Errors, NotReplayed: res.NotReplayed,
-		CapturedCommits: res.CapturedCommits, ReplayedCommits: res.ReplayedCommits, Notes: res.Notes, Literals: o.Literals}
-	if res.Lag != nil {
-		h, err := result.NewHistogram(res.Lag)
-		if err != nil {
-			return nil, err
+		Speed: res.Speed, Sync: res.Sync, Sessions: res.Sessions, SessionsFailed: res.SessionsFailed,
+		SessionsFiltered: res.SessionsFiltered, Statements: res.Statements, Replayed: res.Replayed, OK: res.OK,
+		Errors: res.Errors, NotReplayed: res.NotReplayed, CapturedCommits: res.CapturedCommits,
+		ReplayedCommits: res.ReplayedCommits, CapturedTransactions: res.CapturedTransactions,
+		ReplayedTransactions: res.ReplayedTransactions, Notes: res.Notes, Literals: o.Literals}
+	if len(res.Admin) > 0 {
+		rp.Admin = res.Admin
+	}
+	if typing != (replay.Typing{}) {
+		rp.Typing = &result.ReplayTyping{Texts: typing.Texts, Params: typing.Params, Executions: typing.Executions, Failed: typing.Failed}
+	}
+	hist := func(h *metrics.Histogram) (*result.Histogram, error) {
+		if h == nil || h.Count() == 0 {
+			return nil, nil
 		}
-		rp.Lag = &h
+		x, err := result.NewHistogram(h)
+		return &x, err
+	}
+	if rp.Lag, err = hist(res.Lag); err != nil {
+		return nil, err
+	}
+	if rp.SyncWait, err = hist(res.SyncWait); err != nil {
+		return nil, err
+	}
+	for _, rel := range res.Releases {
+		rp.Releases = append(rp.Releases, result.ReplayRelease{AtS: rel.At.Seconds(), Session: c.Sessions[rel.Session].ID,
+			Statement: rel.Statement, WaitedS: rel.Waited.Seconds(), Cycle: rel.Cycle})
+	}
+	for _, st := range res.Stalls {
+		s := c.Sessions[st.Session]
+		rp.Stalls = append(rp.Stalls, result.ReplayStall{AtS: st.At.Seconds(), Session: s.ID, Statement: st.Statement,
+			Fingerprint: capture.Fingerprint(c.Texts[s.Statements[st.Statement].Text]), Seconds: st.Seconds,
+			What: st.What, Waiting: st.Waiting})
 	}
 	for _, f := range res.Fingerprints {
 		ch, err := result.NewHistogram(f.Capture)
@@ -252,9 +446,13 @@ func replayRun(o ReplayOptions, t *opened, sv string, res *replay.Result, cpu dr
 		if err != nil {
 			return nil, err
 		}
+		sw, err := hist(f.SyncWait)
+		if err != nil {
+			return nil, err
+		}
 		rp.Fingerprints = append(rp.Fingerprints, result.ReplayFingerprint{Text: f.Text, Example: f.Example,
 			Calls: f.Calls, Replayed: f.Replayed, CaptureErrors: f.CaptureErrors, ReplayErrors: f.ReplayErrors,
-			Capture: ch, Replay: rh})
+			Capture: ch, Replay: rh, SyncWait: sw})
 	}
 	for _, oc := range res.Outcomes {
 		rp.Outcomes = append(rp.Outcomes, result.ReplayOutcome{Kind: oc.Kind, Fingerprint: oc.Fingerprint,

@@ -62,19 +62,24 @@ func pgbenchState(t *testing.T, tg Target) string {
 // session must replay the same transactions with no new error, the data
 // must end as the original run left it, and the captured failure must be
 // reported as expected. A second replay on a changed schema must report
+// startCluster starts a managed cluster on dir for the test's length, with
+// fsync and autovacuum off and settings added.
+func startCluster(t *testing.T, dir string, settings ...string) *managed.Instance {
+	t.Helper()
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: dir, Settings: append([]string{"fsync=off", "autovacuum=off"}, settings...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	return inst
+}
+
 // the new failures as divergence.
 func TestCaptureAndReplayPgbench(t *testing.T) {
 	pgbench, psql := pgTool(t, "pgbench"), pgTool(t, "psql")
 	ctx := context.Background()
 	base := managedTarget(t)
-	start := func(dir string, settings ...string) *managed.Instance {
-		inst, err := managed.Start(ctx, managed.Options{DataDir: dir, Settings: append([]string{"fsync=off", "autovacuum=off"}, settings...)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { inst.Stop() })
-		return inst
-	}
+	start := func(dir string, settings ...string) *managed.Instance { return startCluster(t, dir, settings...) }
 	inst := start(base.PGData)
 	client(t, inst, pgbench, "-i", "-q", "-s", "1")
 	inst.Stop()

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect"
+	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/driver"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
@@ -56,6 +59,16 @@ type RunOptions struct {
 	// sessions) into one result: the aggregate, with a part per target.
 	// Common.Target is then unused.
 	Targets []Target
+	// Rate, when above 0, runs the workload open-loop at Rate
+	// transactions per second for the whole run, spread over the
+	// sessions; Arrival is uniform (default) or poisson.
+	Rate    float64
+	Arrival string
+	// Step is recorded in the result: the step of a sweep.
+	Step *result.Step
+	// Brief prints one line per finished run instead of its summary (a
+	// sweep's runs; show prints each file in full).
+	Brief bool
 }
 
 // Faults are the limits that end a run that cannot be trusted.
@@ -132,6 +145,12 @@ func (o *RunOptions) validate() error {
 		return usage("--wait-interval %s: must be above 0 (for example 100ms)", o.Collect.WaitInterval)
 	case strings.TrimSpace(o.Label) == "":
 		return usage("--label is empty: name the platform (for example native or vm)")
+	case o.Rate < 0 || math.IsInf(o.Rate, 0) || math.IsNaN(o.Rate):
+		return usage("--rate %g: must be above 0 transactions per second (or 0 for none)", o.Rate)
+	case o.Arrival != "" && o.Arrival != driver.Uniform && o.Arrival != driver.Poisson:
+		return usage("--arrival %q: choose %s or %s", o.Arrival, driver.Uniform, driver.Poisson)
+	case o.Rate == 0 && o.Arrival != "" && o.Arrival != driver.Uniform:
+		return usage("--arrival %s needs --rate (arrivals are scheduled in an open-loop run only)", o.Arrival)
 	}
 	if err := o.Faults.validate(); err != nil {
 		return err
@@ -139,7 +158,15 @@ func (o *RunOptions) validate() error {
 	if err := o.Collect.validateDBHost(); err != nil {
 		return err
 	}
-	return o.Workload.Validate()
+	if err := o.Workload.Validate(); err != nil {
+		return err
+	}
+	if th, ok := o.Workload.(workload.Thinking); ok && o.Rate > 0 {
+		if f := th.ThinkFlag(); f != "" {
+			return usage("--rate and --%s both given: a target rate schedules the arrivals itself (open loop); choose one", f)
+		}
+	}
+	return nil
 }
 
 // Run executes one run and writes its result file. It returns
@@ -225,8 +252,12 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 	done := false
 	defer func() { journal.Close(done) }()
 	p := &progress{w: o.Stderr, tty: o.TTY}
-	fmt.Fprintf(o.Stderr, "running %s on %s: %d users, %s warm-up, %s measured\n", o.Workload.Meta().Name, t.URL,
-		o.Users, o.Warmup, o.Duration)
+	rate := ""
+	if o.Rate > 0 {
+		rate = fmt.Sprintf(" at %g transactions/s (%s arrivals)", o.Rate, cmp.Or(o.Arrival, driver.Uniform))
+	}
+	fmt.Fprintf(o.Stderr, "running %s on %s: %d users%s, %s warm-up, %s measured\n", o.Workload.Meta().Name, t.URL,
+		o.Users, rate, o.Warmup, o.Duration)
 	total := o.Warmup + o.Duration
 	r, runErr, err := drive(ctx, t, o, r, hooks{
 		progress: func(s driver.Status) {
@@ -309,6 +340,9 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: types,
 		NewWorker:        func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
 		Connect:          t.Connect,
+		Rate:             o.Rate,
+		Arrival:          o.Arrival,
+		Seed:             o.Seed,
 		StopGrace:        o.StopGrace,
 		StatementTimeout: f.StatementTimeout,
 		AbortAfter:       f.AbortAfter,
@@ -357,10 +391,16 @@ func journalTick(j *result.Journal, types []string, tk driver.Tick, stderr io.Wr
 // reportRun prints a written result and turns how the run ended into the
 // command's error.
 func reportRun(o RunOptions, r *result.Run, runErr error) error {
-	if err := report.Text(o.Stdout, r); err != nil {
-		return err
+	if o.Brief {
+		if err := report.Line(o.Stdout, r, o.Out); err != nil {
+			return err
+		}
+	} else {
+		if err := report.Text(o.Stdout, r); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Stdout, "\nresult written to %s\n", o.Out)
 	}
-	fmt.Fprintf(o.Stdout, "\nresult written to %s\n", o.Out)
 	switch {
 	case errors.Is(runErr, driver.ErrInterrupted):
 		return fmt.Errorf("run %w: partial result written to %s", ErrInterrupted, o.Out)
@@ -429,9 +469,11 @@ func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 		Start:    time.Now(),
 		Workload: result.Workload{Name: m.Name, Version: m.Version, Disclaimer: m.Disclaimer, Params: w.Params()},
 		Target: result.Target{Dialect: t.Dialect.String(), URL: t.URL, Managed: t.managed != nil,
-			ServerVersion: serverVersion, Settings: t.Settings},
-		Host:   collect.Host(),
-		Driver: result.Driver{Users: o.Users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(), Seed: o.Seed},
+			ServerVersion: serverVersion, Settings: t.Settings, CPUs: t.serverCPUs()},
+		Host: collect.Host(),
+		Driver: result.Driver{Users: o.Users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(), Seed: o.Seed,
+			Think: thinkScale(w)},
+		Step: o.Step,
 	}
 }
 
@@ -448,12 +490,14 @@ func measure(r *result.Run, types []string, res *driver.Result) error {
 	}
 	r.Driver.Reconnects = res.Reconnects
 	r.Driver.CPUUserS, r.Driver.CPUSysS = res.MeasureCPU.User.Seconds(), res.MeasureCPU.Sys.Seconds()
+	driverLoad(r, res)
 	r.Driver.TotalCPUS = res.TotalCPU.Total().Seconds()
 	if res.SeriesStep > 1 {
 		r.Driver.SeriesStep = res.SeriesStep
 	}
 	measured := res.Phases[driver.Measure]
 	r.Errors, r.Statements, r.ErrorSamples, r.Series = measured.Classes, measured.Statements, res.FirstErrors, res.Series
+	r.RoundTrips = measured.RoundTrips
 	for i, name := range types {
 		h, err := result.NewHistogram(res.Latency[i])
 		if err != nil {
@@ -465,6 +509,11 @@ func measure(r *result.Run, types []string, res *driver.Result) error {
 	var err error
 	if r.Commit, err = result.NewHistogram(res.Commit); err != nil {
 		return err
+	}
+	if res.Rate != nil {
+		if r.Driver.Rate, err = rateOf(res, measured); err != nil {
+			return err
+		}
 	}
 	r.Phases = map[string]result.Phase{}
 	for p, ps := range res.Phases {
@@ -490,4 +539,68 @@ func RedactArgs(args []string) []string {
 		out[i] = target.Redact(a)
 	}
 	return out
+}
+
+// rateOf is what an open-loop run measured of its schedule.
+func rateOf(res *driver.Result, measured driver.PhaseStats) (*result.Rate, error) {
+	q, err := result.NewHistogram(res.Queue)
+	if err != nil {
+		return nil, err
+	}
+	rt := &result.Rate{TargetTPS: res.Rate.Target, Arrival: res.Rate.Arrival, Queue: q,
+		LagEndS: res.Rate.LagEnd.Seconds(), WarmupBacklog: res.Rate.Dropped}
+	var done int64
+	for i := range measured.Committed {
+		done += measured.Committed[i] + measured.Rollbacks[i] + measured.Errors[i]
+	}
+	if secs := res.Measured().Seconds(); secs > 0 {
+		rt.AchievedTPS = float64(done) / secs
+	}
+	rt.MaxLagS = rt.LagEndS
+	for _, iv := range res.Series {
+		if iv.Phase == driver.PhaseNames[driver.Measure] {
+			rt.MaxLagS = max(rt.MaxLagS, float64(iv.LagMillis)/1000)
+		}
+	}
+	rt.Judge()
+	return rt, nil
+}
+
+// thinkScale is the scale of the keying and think times the workload's
+// sessions take (0: none).
+func thinkScale(w workload.Workload) float64 {
+	if th, ok := w.(workload.Thinking); ok {
+		return th.ThinkScale()
+	}
+	return 0
+}
+
+// driverLoad records the driver's own load over the measured window and
+// judges whether it may have been the bottleneck. An embedded engine
+// (SQLite) runs inside the driver: its CPU is the database's work, so the
+// judgement does not apply.
+func driverLoad(r *result.Run, res *driver.Result) {
+	d := &r.Driver
+	d.CPUs = runtime.GOMAXPROCS(0)
+	if cpus, err := cpuset.Available(); err == nil && len(cpus) < d.CPUs {
+		d.CPUs = len(cpus)
+	}
+	if secs := res.Measured().Seconds(); secs > 0 && d.CPUs > 0 {
+		d.CPUShare = res.MeasureCPU.Total().Seconds() / (secs * float64(d.CPUs))
+	}
+	d.SchedP99Ms = float64(res.Sched.P99) / 1e6
+	d.SchedMaxMs = float64(res.Sched.Max) / 1e6
+	d.WakeP99Ms = float64(res.Wake.P99) / 1e6
+	d.WakeMaxMs = float64(res.Wake.Max) / 1e6
+	var done int64
+	ps := res.Phases[driver.Measure]
+	for i := range ps.Committed {
+		done += ps.Committed[i] + ps.Rollbacks[i] + ps.Errors[i]
+	}
+	if done > 0 {
+		d.GapUsPerTx = float64(res.Gap.Microseconds()) / float64(done)
+	}
+	if r.Target.Dialect != target.SQLite.String() {
+		d.JudgeDriver()
+	}
 }

@@ -54,6 +54,9 @@ type Target struct {
 	// PGPreset is --pg-preset: a named set of settings applied before
 	// --pg-conf and --pg-set (which override it).
 	PGPreset string
+	// CPUs confines a managed server's processes to these CPUs (a sweep
+	// over cpus=); nil leaves them free.
+	CPUs     []int
 	Progress io.Writer
 }
 
@@ -89,6 +92,8 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	switch {
 	case t.Managed != "" && t.URL != "":
 		return nil, usage("--target and --managed both given: choose one")
+	case t.Managed == "" && len(t.CPUs) > 0:
+		return nil, usage("cpus= confines a managed server's processes: it needs --managed postgres (on another server, set its CPUs yourself and --label each run)")
 	case t.Managed == "":
 		if len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != "" {
 			return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
@@ -132,6 +137,12 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		ConfFile: t.PGConf, Log: t.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("managed postgres: %w", err)
+	}
+	if len(t.CPUs) > 0 {
+		if err := inst.SetCPUs(t.CPUs); err != nil {
+			inst.Stop()
+			return nil, err
+		}
 	}
 	tg, err := target.Open(inst.URL())
 	if err != nil {
@@ -256,4 +267,12 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// serverCPUs are the CPUs a managed server was confined to, if any.
+func (o *opened) serverCPUs() []int {
+	if o.managed == nil {
+		return nil
+	}
+	return o.managed.CPUs
 }

@@ -119,16 +119,20 @@ func connectMessage(err error) string {
 type pgConn struct {
 	c     *pgx.Conn
 	stmts atomic.Int64 // read by the driver's watchdog while a statement runs
+	trips atomic.Int64 // round trips: one a statement, one a batch
+	batch pgx.Batch    // reused by SendBatch
 }
 
 func (p *pgConn) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	tag, err := p.c.Exec(ctx, sql, args...)
 	return tag.RowsAffected(), err
 }
 
 func (p *pgConn) Query(ctx context.Context, sql string, args ...any) (Rows, error) {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	r, err := p.c.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -138,33 +142,39 @@ func (p *pgConn) Query(ctx context.Context, sql string, args ...any) (Rows, erro
 
 func (p *pgConn) QueryRow(ctx context.Context, sql string, args ...any) Row {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	return pgRow{p.c.QueryRow(ctx, sql, args...)}
 }
 
 func (p *pgConn) Begin(ctx context.Context, _ TxMode) error {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	_, err := p.c.Exec(ctx, "BEGIN")
 	return err
 }
 
 func (p *pgConn) Commit(ctx context.Context) error {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	_, err := p.c.Exec(ctx, "COMMIT")
 	return err
 }
 
 func (p *pgConn) Rollback(ctx context.Context) error {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	_, err := p.c.Exec(ctx, "ROLLBACK")
 	return err
 }
 
 func (p *pgConn) CopyFrom(ctx context.Context, table string, cols []string, rows [][]any) (int64, error) {
 	p.stmts.Add(1)
+	p.trips.Add(1)
 	return p.c.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
 }
 
 func (p *pgConn) Statements() int64 { return p.stmts.Load() }
+func (p *pgConn) RoundTrips() int64 { return p.trips.Load() }
 func (p *pgConn) Lost() bool        { return p.c.IsClosed() }
 func (p *pgConn) Close() error      { return p.c.Close(context.Background()) }
 

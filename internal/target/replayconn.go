@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,18 +20,33 @@ import (
 // Conn, which encodes typed Go values.
 type ReplayConn interface {
 	// Each call returns the command tag of the (last) statement when the
-	// server answered ("ROLLBACK" for a COMMIT of a failed transaction);
-	// sent is called as soon as the statement is on its way, before the
-	// answer.
+	// server answered ("ROLLBACK" for a COMMIT of a failed transaction).
+	// types are the parameters' type OIDs (nil, or 0 for one: the server
+	// infers it, as it does for libpq's untyped parameters).
 
 	// Simple sends sql with the simple query protocol.
-	Simple(ctx context.Context, sql string, sent func()) (tag string, err error)
+	Simple(ctx context.Context, sql string) (tag string, err error)
 	// Extended runs sql as the unnamed statement with text parameters
 	// (nil is NULL).
-	Extended(ctx context.Context, sql string, params []*string, sent func()) (tag string, err error)
+	Extended(ctx context.Context, sql string, params []*string, types []uint32) (tag string, err error)
 	// Prepared executes the named prepared statement, preparing it from
-	// sql the first time this connection sees the name.
-	Prepared(ctx context.Context, name, sql string, params []*string, sent func()) (tag string, err error)
+	// sql the first time this connection sees the name with that text: a
+	// name that comes back with another text (the client closed it and
+	// prepared it anew) is prepared again.
+	Prepared(ctx context.Context, name, sql string, params []*string, types []uint32) (tag string, err error)
+	// CopyIn runs a COPY ... FROM STDIN with no data: the log never holds
+	// the rows a client sent, so the table gets none, and the COPY ends
+	// instead of waiting for data that never comes.
+	CopyIn(ctx context.Context, sql string) (tag string, err error)
+	// Describe prepares sql as the unnamed statement with the parameter
+	// types given (0: inferred) and returns the types the server chose.
+	Describe(ctx context.Context, sql string, types []uint32) ([]uint32, error)
+	// PID is the connection's backend process id on the server.
+	PID() uint32
+	// Blockers asks the server which backends hold the locks that each
+	// of pids waits for (pg_blocking_pids); pids that wait for none are
+	// left out.
+	Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error)
 	Close() error
 }
 
@@ -59,7 +76,7 @@ func (t *Target) ConnectReplay(ctx context.Context, user, database, app string) 
 	if err != nil {
 		return nil, &ConnectError{User: cc.User, Database: cc.Database, Err: err}
 	}
-	return &replayConn{c: c, prepared: map[string]bool{}}, nil
+	return &replayConn{c: c, prepared: map[string]string{}}, nil
 }
 
 // ConnectError is a failed connection, keeping the server's error (with
@@ -91,13 +108,11 @@ func (e *ConnectError) Refused() bool {
 
 type replayConn struct {
 	c        *pgconn.PgConn
-	prepared map[string]bool
+	prepared map[string]string // name -> the text it was prepared from
 }
 
-func (r *replayConn) Simple(ctx context.Context, sql string, sent func()) (string, error) {
-	mr := r.c.Exec(ctx, sql)
-	sent()
-	results, err := mr.ReadAll()
+func (r *replayConn) Simple(ctx context.Context, sql string) (string, error) {
+	results, err := r.c.Exec(ctx, sql).ReadAll()
 	tag := ""
 	for _, res := range results {
 		if res.Err != nil {
@@ -105,28 +120,104 @@ func (r *replayConn) Simple(ctx context.Context, sql string, sent func()) (strin
 		}
 		tag = res.CommandTag.String()
 	}
+	if err == nil {
+		r.forget(sql)
+	}
 	return tag, err
 }
 
-func (r *replayConn) Extended(ctx context.Context, sql string, params []*string, sent func()) (string, error) {
-	rr := r.c.ExecParams(ctx, sql, values(params), nil, nil, nil)
-	sent()
-	res := rr.Read()
+// forget drops the prepared statements a DEALLOCATE or DISCARD ALL
+// dropped, so that the name is prepared again when it comes back.
+func (r *replayConn) forget(sql string) {
+	f := strings.Fields(strings.TrimRight(strings.TrimSpace(sql), ";"))
+	if len(f) < 2 {
+		return
+	}
+	switch strings.ToUpper(f[0]) {
+	case "DISCARD":
+		if u := strings.ToUpper(f[1]); u == "ALL" {
+			clear(r.prepared)
+		}
+	case "DEALLOCATE":
+		name := f[1]
+		if strings.EqualFold(name, "PREPARE") && len(f) > 2 {
+			name = f[2]
+		}
+		if strings.EqualFold(name, "ALL") {
+			clear(r.prepared)
+			return
+		}
+		if uq, err := strconv.Unquote(name); err == nil {
+			name = uq // a quoted identifier
+		} else {
+			name = strings.ToLower(name) // an unquoted one folds to lower case
+		}
+		delete(r.prepared, name)
+	}
+}
+
+func (r *replayConn) Extended(ctx context.Context, sql string, params []*string, types []uint32) (string, error) {
+	res := r.c.ExecParams(ctx, sql, values(params), types, nil, nil).Read()
 	return res.CommandTag.String(), res.Err
 }
 
-func (r *replayConn) Prepared(ctx context.Context, name, sql string, params []*string, sent func()) (string, error) {
-	if !r.prepared[name] {
-		if _, err := r.c.Prepare(ctx, name, sql, nil); err != nil {
-			sent()
+func (r *replayConn) Prepared(ctx context.Context, name, sql string, params []*string, types []uint32) (string, error) {
+	if text, ok := r.prepared[name]; !ok || text != sql {
+		if ok {
+			// The client closed the name and prepared it for another text.
+			if err := r.c.Deallocate(ctx, name); err != nil {
+				return "", err
+			}
+			delete(r.prepared, name)
+		}
+		if _, err := r.c.Prepare(ctx, name, sql, types); err != nil {
 			return "", err
 		}
-		r.prepared[name] = true
+		r.prepared[name] = sql
 	}
-	rr := r.c.ExecPrepared(ctx, name, values(params), nil, nil)
-	sent()
-	res := rr.Read()
+	res := r.c.ExecPrepared(ctx, name, values(params), nil, nil).Read()
 	return res.CommandTag.String(), res.Err
+}
+
+func (r *replayConn) CopyIn(ctx context.Context, sql string) (string, error) {
+	tag, err := r.c.CopyFrom(ctx, strings.NewReader(""), sql)
+	return tag.String(), err
+}
+
+func (r *replayConn) Describe(ctx context.Context, sql string, types []uint32) ([]uint32, error) {
+	d, err := r.c.Prepare(ctx, "", sql, types)
+	if err != nil {
+		return nil, err
+	}
+	return d.ParamOIDs, nil
+}
+
+func (r *replayConn) PID() uint32 { return r.c.PID() }
+
+func (r *replayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error) {
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.FormatUint(uint64(p), 10)
+	}
+	rr := r.c.ExecParams(ctx, "SELECT pid, array_to_string(pg_blocking_pids(pid), ',') FROM unnest($1::int[]) AS pid",
+		[][]byte{[]byte("{" + strings.Join(list, ",") + "}")}, nil, nil, nil)
+	res := rr.Read()
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	out := map[uint32][]uint32{}
+	for _, row := range res.Rows {
+		pid, err := strconv.ParseUint(string(row[0]), 10, 32)
+		if err != nil || len(row[1]) == 0 {
+			continue
+		}
+		for _, b := range strings.Split(string(row[1]), ",") {
+			if v, err := strconv.ParseUint(b, 10, 32); err == nil {
+				out[uint32(pid)] = append(out[uint32(pid)], uint32(v))
+			}
+		}
+	}
+	return out, nil
 }
 
 func (r *replayConn) Close() error {

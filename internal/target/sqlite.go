@@ -282,6 +282,10 @@ func insertValues(table string, cols []string, nrows int) string {
 }
 
 func (s *sqliteConn) Statements() int64 { return s.n.Load() }
+
+// RoundTrips is the statements: SQLite runs in the process, each one a
+// call.
+func (s *sqliteConn) RoundTrips() int64 { return s.n.Load() }
 func (s *sqliteConn) Lost() bool        { return false }
 
 func (s *sqliteConn) Close() error {

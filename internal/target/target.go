@@ -76,8 +76,13 @@ type Conn interface {
 	// CopyFrom bulk-loads rows into table inside the current transaction
 	// where there is one (COPY on PostgreSQL, multi-row INSERT on SQLite).
 	CopyFrom(ctx context.Context, table string, columns []string, rows [][]any) (int64, error)
-	// Statements is the number of statements this connection has sent.
+	// SendBatch sends statements that need no result of each other
+	// together: one round trip where the dialect pipelines (Batch).
+	SendBatch(ctx context.Context, b *Batch) error
+	// Statements is the number of statements this connection has sent;
+	// RoundTrips how many times it waited for the server to answer.
 	Statements() int64
+	RoundTrips() int64
 	// Lost reports whether the connection is unusable and must be replaced.
 	Lost() bool
 	Close() error

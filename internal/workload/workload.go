@@ -32,6 +32,10 @@ type Meta struct {
 	// LoadParams are the keys of Params that shape the loaded data (a run
 	// cannot change them without a new load).
 	LoadParams []string
+	// RunParams are the keys of Params that change what a run measures
+	// (order-entry's execution mode): compare refuses runs that differ in
+	// them unless forced.
+	RunParams []string
 	// TestsIO is set by workloads meant to measure the storage path (slob):
 	// a data set that fits in the database's cache makes such a run say
 	// nothing about storage, and the run warns of it.
@@ -79,6 +83,16 @@ type Worker interface {
 // before the next one; the pause is in no latency.
 type Thinker interface {
 	Think() time.Duration
+}
+
+// Thinking is a Workload whose sessions may pause between transactions
+// (Thinker). ThinkFlag names the flag that turned the pauses on ("" when
+// they are off), so that a target rate, which schedules the arrivals
+// itself, is refused beside it; ThinkScale is what the result records
+// (0 when off, 1 for the specification's times).
+type Thinking interface {
+	ThinkFlag() string
+	ThinkScale() float64
 }
 
 // Sessions is a Workload whose parameters fix how many sessions a run

@@ -53,6 +53,9 @@ type Reader struct {
 	// schedstat is false when the kernel has no /proc/schedstat (built
 	// without CONFIG_SCHEDSTATS); per-process schedstat may still exist.
 	schedstat bool
+	// beforeStat, when set (tests), is called before each process's
+	// stat line is read by serverCPU: where a process exits mid-reading.
+	beforeStat func(pid int)
 }
 
 // New checks that ProcRoot is readable and, when ServerPID is set, that the

@@ -2,6 +2,7 @@ package ostat
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // readFixture reads one recorded tree and gives it the time record.sh
@@ -737,5 +740,53 @@ func BenchmarkRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A child that exits and is reaped while /proc is read, after its
+// parent's line, is in neither line: the reading is taken again, and the
+// parent's cutime then holds the child's time. Without that, the tree's
+// CPU fell by the child's time (a window edge taken as sessions
+// disconnected lost whole seconds of DB CPU).
+func TestServerCPUChildExitsMidReading(t *testing.T) {
+	dir := t.TempDir()
+	stat := func(pid, ppid int, utime, cutime int) {
+		t.Helper()
+		d := filepath.Join(dir, strconv.Itoa(pid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+		// majflt cmajflt utime stime cutime cstime, then the rest.
+		line := fmt.Sprintf("%d (p) S %d %d 1 0 -1 0 0 0 0 0 %d 0 %d 0 20 0 1 0 100 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+			pid, ppid, pid, utime, cutime)
+		if err := os.WriteFile(filepath.Join(d, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stat(10, 1, 100, 0)  // the server
+	stat(11, 10, 50, 0)  // a backend that stays
+	stat(12, 10, 300, 0) // a backend about to disconnect: 3 s of CPU
+	fs, err := procfs.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{opts: Options{ProcRoot: dir, ServerPID: 10}, fs: fs}
+	exited := false
+	r.beforeStat = func(pid int) {
+		if pid == 12 && !exited {
+			// Exits and is reaped now: its time moves to the server's cutime,
+			// whose line was read already.
+			exited = true
+			os.RemoveAll(filepath.Join(dir, "12"))
+			stat(10, 1, 100, 300)
+		}
+	}
+	cpu, tree, err := r.serverCPU(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(cpu-4.5) > 1e-9 || len(tree) != 2 {
+		t.Errorf("server CPU %.2f s over %v, want 4.50 s over the server and the backend left", cpu, tree)
 	}
 }

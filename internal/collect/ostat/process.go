@@ -63,18 +63,40 @@ func (r *Reader) runDelays(pids []int) map[int]float64 {
 // The walk never enters this process, so the driver's CPU is not counted
 // as the server's as well when the server is an ancestor of it. It
 // returns the tree's PIDs; a server that has exited gives none.
+//
+// A process that exits while the stat files are read, after its parent's
+// line was read, is in neither: its time would be missing from this
+// reading (a window edge taken while the sessions disconnect lost whole
+// seconds that way). Such a reading is taken again, up to three times:
+// once a process is gone its parent has reaped it, and the parent's
+// cutime holds its time.
 func (r *Reader) serverCPU(self int) (seconds float64, tree []int, err error) {
+	for attempt := 1; ; attempt++ {
+		seconds, tree, vanished, err := r.serverCPUOnce(self)
+		if err != nil || vanished == 0 || attempt == 3 {
+			return seconds, tree, err
+		}
+	}
+}
+
+// serverCPUOnce is one reading of serverCPU; vanished counts the listed
+// processes that were gone when their line was read.
+func (r *Reader) serverCPUOnce(self int) (seconds float64, tree []int, vanished int, err error) {
 	all, err := r.fs.AllProcs()
 	if err != nil {
-		return 0, nil, fmt.Errorf("list %s: %w", r.opts.ProcRoot, err)
+		return 0, nil, 0, fmt.Errorf("list %s: %w", r.opts.ProcRoot, err)
 	}
 	ticks := make(map[int]float64, len(all))
 	children := make(map[int][]int, len(all)/4)
 	for _, p := range all {
+		if r.beforeStat != nil {
+			r.beforeStat(p.PID)
+		}
 		st, err := p.Stat()
 		if err != nil {
-			// Exited between the listing and now; if it was in the tree
-			// its time is in its parent's cutime already or soon.
+			// Exited between the listing and now: reaped, so its time is
+			// in its parent's cutime, which may have been read before.
+			vanished++
 			continue
 		}
 		ticks[p.PID] = float64(st.UTime+st.STime) + float64(st.CUTime+st.CSTime)
@@ -82,7 +104,7 @@ func (r *Reader) serverCPU(self int) (seconds float64, tree []int, err error) {
 	}
 	root := r.opts.ServerPID
 	if _, ok := ticks[root]; !ok {
-		return 0, nil, nil
+		return 0, nil, 0, nil
 	}
 	// The stat files are not read at one instant, so a parent that exits
 	// and has its PID reused by a descendant can make a cycle; seen stops it.
@@ -101,5 +123,5 @@ func (r *Reader) serverCPU(self int) (seconds float64, tree []int, err error) {
 			}
 		}
 	}
-	return sum / userHZ, tree, nil
+	return sum / userHZ, tree, vanished, nil
 }

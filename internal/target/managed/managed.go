@@ -55,6 +55,7 @@ type Instance struct {
 	OSUser             string // the OS user the server runs as
 	Version            string // from postgres --version, e.g. "15.18"
 	Settings           map[string]string
+	CPUs               []int // the CPUs the server is confined to (SetCPUs); nil: not confined
 
 	bin       string
 	cred      *syscall.Credential // nil: run as ourselves
@@ -182,6 +183,9 @@ func (i *Instance) Restart(ctx context.Context) error {
 		return err
 	}
 	i.logf("restarted postgres pid %d", i.PID)
+	if i.CPUs != nil {
+		return i.SetCPUs(i.CPUs)
+	}
 	return nil
 }
 

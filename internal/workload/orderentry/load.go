@@ -31,6 +31,11 @@ func (o *OrderEntry) Load(ctx context.Context, env *workload.LoadEnv) error {
 	if err := workload.RunUnits(ctx, env, indexUnits(d)); err != nil {
 		return err
 	}
+	if d == target.Postgres {
+		if err := createProcedures(ctx, c); err != nil {
+			return err
+		}
+	}
 	params := o.Params()
 	params["c_last_load"] = lc.cLast
 	return workload.WriteMeta(ctx, c, o.Meta(), params)

@@ -49,7 +49,7 @@ var mix = [numTxTypes]int{45, 43, 4, 4, 4}
 
 func init() {
 	workload.Register(name, func() workload.Workload {
-		return &OrderEntry{Warehouses: 1, HomeWarehouse: "fixed"}
+		return &OrderEntry{Warehouses: 1, HomeWarehouse: "fixed", ThinkBy: 1, Mode: ModeClient}
 	})
 }
 
@@ -60,6 +60,13 @@ type OrderEntry struct {
 	// TPC-C terminal does) or "random" (a new home warehouse for every
 	// transaction).
 	HomeWarehouse string
+	// Think turns on the specification's keying and think times (clause
+	// 5.2.5.7), scaled by ThinkBy: terminals instead of batch mode.
+	Think   bool
+	ThinkBy float64
+	// Mode is ModeClient (statements as applications send them) or
+	// ModeProcedures (one function call a transaction).
+	Mode string
 
 	// Set by Prepare from what was loaded.
 	loaded constants
@@ -68,16 +75,20 @@ type OrderEntry struct {
 func (o *OrderEntry) Meta() workload.Meta {
 	return workload.Meta{
 		Name:        name,
-		Description: "OLTP order entry: 9 tables, 5 transactions, standard mix, batch mode (no think time)",
+		Description: "OLTP order entry: 9 tables, 5 transactions, standard mix, batch mode (no think time) unless --think",
 		Version:     version,
 		Disclaimer:  "TPC-C derived, not TPC-C compliant: results are not TPC-C results",
 		LoadParams:  []string{"warehouses"},
+		RunParams:   []string{"execution"},
 	}
 }
 
 func (o *OrderEntry) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Warehouses, "warehouses", o.Warehouses, "order-entry: warehouses to load (about 100 MB each)")
 	fs.StringVar(&o.HomeWarehouse, "home-warehouse", o.HomeWarehouse, "order-entry: fixed (session i keeps warehouse i mod W + 1) or random (new one per transaction)")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "order-entry: client (the statements as applications send them, those that need no result of each other pipelined in one round trip) or procedures (one server-side function call a transaction, as HammerDB does; PostgreSQL)")
+	fs.BoolVar(&o.Think, "think", o.Think, "order-entry: terminals, not batch: each session takes the specification's keying time before and think time after every transaction (means in seconds: new_order 18+12, payment 3+12, order_status 2+10, delivery 2+5, stock_level 2+5)")
+	fs.Float64Var(&o.ThinkBy, "think-scale", o.ThinkBy, "order-entry: with --think, multiply the keying and think times by this (0.01 makes them 100 times shorter)")
 }
 
 func (o *OrderEntry) Validate() error {
@@ -87,7 +98,29 @@ func (o *OrderEntry) Validate() error {
 	if o.HomeWarehouse != "fixed" && o.HomeWarehouse != "random" {
 		return fmt.Errorf("--home-warehouse %q: must be fixed or random", o.HomeWarehouse)
 	}
+	if o.Mode != ModeClient && o.Mode != ModeProcedures {
+		return fmt.Errorf("--mode %q: choose %s or %s", o.Mode, ModeClient, ModeProcedures)
+	}
+	if !(o.ThinkBy > 0 && o.ThinkBy <= 100) {
+		return fmt.Errorf("--think-scale %g: must be above 0 and at most 100", o.ThinkBy)
+	}
 	return nil
+}
+
+// ThinkFlag names the flag that turned think times on, if any.
+func (o *OrderEntry) ThinkFlag() string {
+	if o.Think {
+		return "think"
+	}
+	return ""
+}
+
+// ThinkScale is the scale of the specification's times, 0 in batch mode.
+func (o *OrderEntry) ThinkScale() float64 {
+	if o.Think {
+		return o.ThinkBy
+	}
+	return 0
 }
 
 func (o *OrderEntry) Params() map[string]any {
@@ -95,9 +128,25 @@ func (o *OrderEntry) Params() map[string]any {
 		"warehouses":     o.Warehouses,
 		"home_warehouse": o.HomeWarehouse,
 		"mix":            "new_order 45, payment 43, order_status 4, delivery 4, stock_level 4",
-		"mode":           "batch (no keying or think time)",
-		"execution":      "client-side statements",
+		"mode":           o.mode(),
+		"execution":      o.execution(),
 	}
+}
+
+// execution is how the transactions reach the server, as recorded.
+func (o *OrderEntry) execution() string {
+	if o.Mode == ModeProcedures {
+		return "server-side procedures (one call a transaction)"
+	}
+	return "client-side statements, pipelined where independent"
+}
+
+// mode is how the sessions pace their transactions, as recorded.
+func (o *OrderEntry) mode() string {
+	if o.Think {
+		return fmt.Sprintf("terminals (keying and think times of clause 5.2.5.7 × %g)", o.ThinkBy)
+	}
+	return "batch (no keying or think time)"
 }
 
 func (o *OrderEntry) TxTypes() []string { return txNames[:] }
@@ -119,6 +168,12 @@ func (o *OrderEntry) Prepare(ctx context.Context, c target.Conn, d target.Dialec
 	}
 	o.Warehouses = int(w)
 	o.loaded = constants{cLast: int(cl)}
+	if o.Mode == ModeProcedures {
+		if d != target.Postgres {
+			return fmt.Errorf("--mode procedures needs PostgreSQL: %s has no stored procedures (use --mode client)", d)
+		}
+		return checkProcedures(ctx, c)
+	}
 	return nil
 }
 

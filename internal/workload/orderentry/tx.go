@@ -91,6 +91,7 @@ func (l line) before(o line) bool {
 type worker struct {
 	o      *OrderEntry
 	g      *rng
+	pause  *rng // think times (--think), apart from the inputs' stream
 	k      constants
 	s      *statements
 	fixedW int // home warehouse when HomeWarehouse is fixed
@@ -112,16 +113,97 @@ type worker struct {
 	carrier         int
 	threshold       int
 
-	// Scratch for results the transactions read.
-	ids  []int64
-	strs [14]string
-	num  [4]float64
+	// b is the batch the transactions' statements go out in; x holds the
+	// results they read, with the scan destinations bound once.
+	b target.Batch
+	x scratch
+	// ids are the customers of a by-name lookup; the functions that fill
+	// them are made once.
+	ids         []int64
+	collectIDFn func(target.Rows) error
+	lineFn      func(target.Rows) error
+	sumFn       [districtsPerWH]func(target.Rows) error
+	// New-Order's lines as the procedure's arrays: number, item, supply
+	// warehouse, quantity.
+	arr [4][15]int32
+}
+
+// scratch holds what the transactions read, and each statement's scan
+// destinations as slices bound to it once, so that a transaction
+// allocates none.
+type scratch struct {
+	discount, wTax, dTax float64
+	oid, next, low       int64
+	carrier              *int64
+	strs                 [22]string
+	num                  [4]float64
+	price                [15]float64
+	iname, idata         [15]string
+	dist, sdata          [15]string
+	olItem, olSupply     int64
+	olQty                int64
+	dlOids, dlCids       [districtsPerWH]int64
+	dlSum                [districtsPerWH]float64
+	dlFound              [districtsPerWH]int
+
+	noCust [4]any
+	noDist [2]any
+	item   [15][3]any
+	stock  [15][2]any
+	payWh  [6]any
+	payDi  [6]any
+	payCu  [13]any
+	osCu   [4]any
+	osLast [2]any
+	dlOid  [districtsPerWH][1]any
+	dlCid  [districtsPerWH][1]any
+	slNext [1]any
+	slLow  [1]any
+}
+
+// bind points the scan destinations at their fields.
+func (x *scratch) bind() {
+	x.noCust = [4]any{&x.discount, &x.strs[0], &x.strs[1], &x.wTax}
+	x.noDist = [2]any{&x.dTax, &x.oid}
+	for k := range x.item {
+		x.item[k] = [3]any{&x.price[k], &x.iname[k], &x.idata[k]}
+		x.stock[k] = [2]any{&x.dist[k], &x.sdata[k]}
+	}
+	for i := range 6 {
+		x.payWh[i], x.payDi[i] = &x.strs[i], &x.strs[6+i]
+	}
+	for i := range 10 {
+		x.payCu[i] = &x.strs[12+i]
+	}
+	x.payCu[10], x.payCu[11], x.payCu[12] = &x.num[0], &x.num[1], &x.num[2]
+	x.osCu = [4]any{&x.num[0], &x.strs[0], &x.strs[1], &x.strs[2]}
+	x.osLast = [2]any{&x.oid, &x.carrier}
+	for d := range x.dlOid {
+		x.dlOid[d] = [1]any{&x.dlOids[d]}
+		x.dlCid[d] = [1]any{&x.dlCids[d]}
+	}
+	x.slNext, x.slLow = [1]any{&x.next}, [1]any{&x.low}
 }
 
 func newWorker(o *OrderEntry, id int, seed uint64, d target.Dialect) *worker {
 	wk := &worker{
-		o: o, g: newRNG(seed, 1<<40|uint64(id)), k: runConstants(seed, o.loaded), s: newStatements(d),
+		o: o, g: newRNG(seed, 1<<40|uint64(id)), pause: newRNG(seed, 2<<40|uint64(id)), k: runConstants(seed, o.loaded), s: newStatements(d),
 		fixedW: id%o.Warehouses + 1, fixedD: id/o.Warehouses%districtsPerWH + 1,
+	}
+	wk.x.bind()
+	wk.collectIDFn = wk.collectID
+	wk.lineFn = func(r target.Rows) error {
+		return r.Scan(&wk.x.olItem, &wk.x.olSupply, &wk.x.olQty, &wk.x.num[1])
+	}
+	for d := range wk.sumFn {
+		wk.sumFn[d] = func(r target.Rows) error {
+			var amount float64
+			if err := r.Scan(&amount); err != nil {
+				return err
+			}
+			wk.x.dlSum[d] += amount
+			return nil
+		}
 	}
 	i := 0
 	for t, n := range mix {
@@ -138,13 +220,18 @@ func newWorker(o *OrderEntry, id int, seed uint64, d target.Dialect) *worker {
 // exactly over every 100 transactions, not just on average.
 func (w *worker) Next() int {
 	if w.pos == len(w.deck) {
-		w.g.r.Shuffle(len(w.deck), func(i, j int) { w.deck[i], w.deck[j] = w.deck[j], w.deck[i] })
-		w.pos = 0
+		w.shuffle()
 	}
 	w.cur = int(w.deck[w.pos])
 	w.pos++
 	w.draw()
 	return w.cur
+}
+
+// shuffle starts a new deck.
+func (w *worker) shuffle() {
+	w.g.r.Shuffle(len(w.deck), func(i, j int) { w.deck[i], w.deck[j] = w.deck[j], w.deck[i] })
+	w.pos = 0
 }
 
 // remote returns a warehouse other than home, or home when there is one.
@@ -228,6 +315,9 @@ func (w *worker) draw() {
 }
 
 func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+	if w.o.Mode == ModeProcedures {
+		return w.runProcedure(ctx, c)
+	}
 	var err error
 	var rolledBack bool
 	switch w.cur {
@@ -258,211 +348,236 @@ func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, erro
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
+// errNoRow is a statement that found no row where one must be.
+func errNoRow(what string) error { return fmt.Errorf("%s: %w", what, target.ErrNoRows) }
+
+// send sends the worker's batch; what names the step in errors.
+func (w *worker) send(ctx context.Context, c target.Conn, what string) error {
+	if err := c.SendBatch(ctx, &w.b); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// newOrder runs New-Order in four round trips (and the COMMIT, on its own
+// so that its latency is measured): the customer and the district; the
+// order, its new_order row and the items' prices; the stock of each line;
+// the order lines. Each is a batch of statements that need no result of
+// each other; the statements are those of clause 2.4.2, one each.
 func (w *worker) newOrder(ctx context.Context, c target.Conn) (rollback bool, err error) {
-	s := w.s
-	if err := c.Begin(ctx, target.ReadWrite); err != nil {
+	s, b, x := w.s, &w.b, &w.x
+	b.Reset()
+	b.Begin(target.ReadWrite)
+	cust := b.QueryRow(s.noCustomer, x.noCust[:], w.w, w.d, w.c)
+	dist := b.QueryRow(s.noDistrict, x.noDist[:], w.w, w.d)
+	if err := w.send(ctx, c, "new_order customer and district"); err != nil {
 		return false, err
 	}
-	var discount, wTax, dTax float64
-	var oid int64
-	if err := c.QueryRow(ctx, s.noCustomer, w.w, w.d, w.c).Scan(&discount, &w.strs[0], &w.strs[1], &wTax); err != nil {
-		return false, fmt.Errorf("new_order customer: %w", err)
+	if b.Item(cust).NoRows || b.Item(dist).NoRows {
+		return false, errNoRow("new_order customer and district")
 	}
-	if err := c.QueryRow(ctx, s.noDistrict, w.w, w.d).Scan(&dTax, &oid); err != nil {
-		return false, fmt.Errorf("new_order district: %w", err)
+	oid := x.oid
+	b.Reset()
+	b.Exec(s.noOrder, oid, w.d, w.w, w.c, time.Now().UTC(), w.nlines, w.allLocal)
+	b.Exec(s.noNewOrder, oid, w.d, w.w)
+	first := b.Len()
+	for k, i := range w.order[:w.nlines] {
+		b.QueryRow(s.noItem, x.item[k][:], w.lines[i].item)
 	}
-	if _, err := c.Exec(ctx, s.noOrder, oid, w.d, w.w, w.c, time.Now().UTC(), w.nlines, w.allLocal); err != nil {
-		return false, fmt.Errorf("new_order insert order: %w", err)
+	if err := w.send(ctx, c, "new_order order and items"); err != nil {
+		return false, err
 	}
-	if _, err := c.Exec(ctx, s.noNewOrder, oid, w.d, w.w); err != nil {
-		return false, fmt.Errorf("new_order insert new_order: %w", err)
-	}
-	var total float64
-	for _, i := range w.order[:w.nlines] {
-		l := w.lines[i]
-		var price float64
-		err := c.QueryRow(ctx, s.noItem, l.item).Scan(&price, &w.strs[2], &w.strs[3])
-		if err == target.ErrNoRows {
+	for k := range w.nlines {
+		if b.Item(first + k).NoRows {
 			return true, nil // the 1% by design: roll back everything done so far
 		}
-		if err != nil {
-			return false, fmt.Errorf("new_order item: %w", err)
-		}
+	}
+	b.Reset()
+	for k, i := range w.order[:w.nlines] {
+		l := w.lines[i]
 		remote := 0
 		if l.supplyW != w.w {
 			remote = 1
 		}
-		if err := c.QueryRow(ctx, s.noStock[w.d-1], l.supplyW, l.item, l.qty, remote).Scan(&w.strs[4], &w.strs[5]); err != nil {
-			return false, fmt.Errorf("new_order stock: %w", err)
-		}
-		amount := round2(float64(l.qty) * price)
-		total += amount
-		if _, err := c.Exec(ctx, s.noLine, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, amount, w.strs[4]); err != nil {
-			return false, fmt.Errorf("new_order insert order_line: %w", err)
+		b.QueryRow(s.noStock[w.d-1], x.stock[k][:], l.supplyW, l.item, l.qty, remote)
+	}
+	if err := w.send(ctx, c, "new_order stock"); err != nil {
+		return false, err
+	}
+	for k := range w.nlines {
+		if b.Item(k).NoRows {
+			return false, errNoRow("new_order stock")
 		}
 	}
-	_ = total * (1 - discount) * (1 + wTax + dTax) // the order total a terminal would show
+	b.Reset()
+	var total float64
+	for k, i := range w.order[:w.nlines] {
+		l := w.lines[i]
+		amount := round2(float64(l.qty) * x.price[k])
+		total += amount
+		b.Exec(s.noLine, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, amount, x.dist[k])
+	}
+	if err := w.send(ctx, c, "new_order insert order_line"); err != nil {
+		return false, err
+	}
+	_ = total * (1 - x.discount) * (1 + x.wTax + x.dTax) // the order total a terminal would show
 	return false, nil
 }
 
-// customerByName returns the customer in the middle of those with the last
-// name, ordered by first name (clause 2.5.2.2).
-func (w *worker) customerByName(ctx context.Context, c target.Conn, wid, did int) (int, error) {
-	rows, err := c.Query(ctx, w.s.payByName, wid, did, w.byName)
-	if err != nil {
-		return 0, err
-	}
-	w.ids = w.ids[:0]
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		w.ids = append(w.ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
+// middle is the customer in the middle of those with the last name,
+// ordered by first name (clause 2.5.2.2).
+func (w *worker) middle(wid, did int) (int, error) {
 	if len(w.ids) == 0 {
 		return 0, fmt.Errorf("no customer named %s in district %d.%d", w.byName, wid, did)
 	}
 	return int(w.ids[(len(w.ids)+1)/2-1]), nil
 }
 
-func (w *worker) payment(ctx context.Context, c target.Conn) error {
-	s, st := w.s, &w.strs
-	if err := c.Begin(ctx, target.ReadWrite); err != nil {
+// collectID gathers the customers' ids of a by-name query.
+func (w *worker) collectID(r target.Rows) error {
+	var id int64
+	if err := r.Scan(&id); err != nil {
 		return err
 	}
-	if err := c.QueryRow(ctx, s.payWarehouse, w.w, w.amount).Scan(&st[0], &st[1], &st[2], &st[3], &st[4], &st[5]); err != nil {
-		return fmt.Errorf("payment warehouse: %w", err)
+	w.ids = append(w.ids, id)
+	return nil
+}
+
+// payment runs Payment in three round trips (and the COMMIT): the
+// warehouse, the district and, by last name, the customers; the
+// customer; its data (bad credit) and the history row.
+func (w *worker) payment(ctx context.Context, c target.Conn) error {
+	s, b, x := w.s, &w.b, &w.x
+	b.Reset()
+	b.Begin(target.ReadWrite)
+	wh := b.QueryRow(s.payWarehouse, x.payWh[:], w.w, w.amount)
+	di := b.QueryRow(s.payDistrict, x.payDi[:], w.w, w.d, w.amount)
+	w.ids = w.ids[:0]
+	if w.byName != "" {
+		b.Query(s.payByName, w.collectIDFn, w.cw, w.cd, w.byName)
 	}
-	wName := st[0]
-	if err := c.QueryRow(ctx, s.payDistrict, w.w, w.d, w.amount).Scan(&st[1], &st[2], &st[3], &st[4], &st[5], &st[6]); err != nil {
-		return fmt.Errorf("payment district: %w", err)
+	if err := w.send(ctx, c, "payment warehouse and district"); err != nil {
+		return err
 	}
-	dName := st[1]
+	if b.Item(wh).NoRows || b.Item(di).NoRows {
+		return errNoRow("payment warehouse and district")
+	}
 	cid := w.c
 	if w.byName != "" {
 		var err error
-		if cid, err = w.customerByName(ctx, c, w.cw, w.cd); err != nil {
+		if cid, err = w.middle(w.cw, w.cd); err != nil {
 			return fmt.Errorf("payment customer by name: %w", err)
 		}
 	}
-	n := &w.num
-	if err := c.QueryRow(ctx, s.payCustomer, w.cw, w.cd, cid, w.amount).Scan(&st[2], &st[3], &st[4], &st[5], &st[6],
-		&st[7], &st[8], &st[9], &st[10], &st[11], &n[0], &n[1], &n[2]); err != nil {
-		return fmt.Errorf("payment customer: %w", err)
-	}
-	if st[11] == "BC" {
-		info := fmt.Sprintf("%d %d %d %d %d %.2f | ", cid, w.cd, w.cw, w.d, w.w, w.amount)
-		if _, err := c.Exec(ctx, s.payCData, w.cw, w.cd, cid, info); err != nil {
-			return fmt.Errorf("payment customer data: %w", err)
-		}
-	}
-	if _, err := c.Exec(ctx, s.payHistory, cid, w.cd, w.cw, w.d, w.w, time.Now().UTC(), w.amount, wName+"    "+dName); err != nil {
-		return fmt.Errorf("payment history: %w", err)
-	}
-	return nil
-}
-
-func (w *worker) orderStatus(ctx context.Context, c target.Conn) error {
-	s, st, n := w.s, &w.strs, &w.num
-	if err := c.Begin(ctx, target.ReadOnly); err != nil {
+	b.Reset()
+	cu := b.QueryRow(s.payCustomer, x.payCu[:], w.cw, w.cd, cid, w.amount)
+	if err := w.send(ctx, c, "payment customer"); err != nil {
 		return err
 	}
+	if b.Item(cu).NoRows {
+		return errNoRow("payment customer")
+	}
+	b.Reset()
+	if x.strs[21] == "BC" { // c_credit
+		info := fmt.Sprintf("%d %d %d %d %d %.2f | ", cid, w.cd, w.cw, w.d, w.w, w.amount)
+		b.Exec(s.payCData, w.cw, w.cd, cid, info)
+	}
+	b.Exec(s.payHistory, cid, w.cd, w.cw, w.d, w.w, time.Now().UTC(), w.amount, x.strs[0]+"    "+x.strs[6])
+	return w.send(ctx, c, "payment history")
+}
+
+// orderStatus runs Order-Status in two round trips (three by last name):
+// the customer and its last order; the order's lines.
+func (w *worker) orderStatus(ctx context.Context, c target.Conn) error {
+	s, b, x := w.s, &w.b, &w.x
+	b.Reset()
+	b.Begin(target.ReadOnly)
 	cid := w.c
 	if w.byName != "" {
+		w.ids = w.ids[:0]
+		b.Query(s.payByName, w.collectIDFn, w.w, w.d, w.byName)
+		if err := w.send(ctx, c, "order_status customer by name"); err != nil {
+			return err
+		}
 		var err error
-		if cid, err = w.customerByName(ctx, c, w.w, w.d); err != nil {
+		if cid, err = w.middle(w.w, w.d); err != nil {
 			return fmt.Errorf("order_status customer by name: %w", err)
 		}
+		b.Reset()
 	}
-	if err := c.QueryRow(ctx, s.osCustomer, w.w, w.d, cid).Scan(&n[0], &st[0], &st[1], &st[2]); err != nil {
-		return fmt.Errorf("order_status customer: %w", err)
+	cu := b.QueryRow(s.osCustomer, x.osCu[:], w.w, w.d, cid)
+	lo := b.QueryRow(s.osLastOrder, x.osLast[:], w.w, w.d, cid)
+	if err := w.send(ctx, c, "order_status customer and last order"); err != nil {
+		return err
 	}
-	var oid int64
-	var carrier *int64
-	if err := c.QueryRow(ctx, s.osLastOrder, w.w, w.d, cid).Scan(&oid, &carrier); err != nil {
-		return fmt.Errorf("order_status last order: %w", err)
+	if b.Item(cu).NoRows || b.Item(lo).NoRows {
+		return errNoRow("order_status customer and last order")
 	}
-	rows, err := c.Query(ctx, s.osLines, w.w, w.d, oid)
-	if err != nil {
-		return fmt.Errorf("order_status lines: %w", err)
-	}
-	for rows.Next() {
-		var item, supply, qty int64
-		if err := rows.Scan(&item, &supply, &qty, &n[1]); err != nil {
-			rows.Close()
-			return fmt.Errorf("order_status lines: %w", err)
-		}
-	}
-	rows.Close()
-	return rows.Err()
+	b.Reset()
+	b.Query(s.osLines, w.lineFn, w.w, w.d, x.oid)
+	return w.send(ctx, c, "order_status lines")
 }
 
+// delivery runs Delivery in three round trips (and the COMMIT): the
+// oldest new order of each district; for each found, its delete and the
+// order's and its lines' updates; each customer's update.
 func (w *worker) delivery(ctx context.Context, c target.Conn) error {
-	s := w.s
-	if err := c.Begin(ctx, target.ReadWrite); err != nil {
+	s, b, x := w.s, &w.b, &w.x
+	now := time.Now().UTC()
+	b.Reset()
+	b.Begin(target.ReadWrite)
+	for d := range districtsPerWH {
+		b.QueryRow(s.dlOldest, x.dlOid[d][:], w.w, d+1)
+	}
+	if err := w.send(ctx, c, "delivery oldest new_order"); err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	for d := 1; d <= districtsPerWH; d++ {
-		var oid int64
-		err := c.QueryRow(ctx, s.dlOldest, w.w, d).Scan(&oid)
-		if err == target.ErrNoRows {
-			continue // no undelivered order in this district (clause 2.7.4.2)
-		}
-		if err != nil {
-			return fmt.Errorf("delivery oldest new_order: %w", err)
-		}
-		n, err := c.Exec(ctx, s.dlDelete, w.w, d, oid)
-		if err != nil {
-			return fmt.Errorf("delivery delete new_order: %w", err)
-		}
-		if n == 0 {
-			continue // a concurrent Delivery took it
-		}
-		var cid int64
-		if err := c.QueryRow(ctx, s.dlOrder, w.w, d, oid, w.carrier).Scan(&cid); err != nil {
-			return fmt.Errorf("delivery order: %w", err)
-		}
-		rows, err := c.Query(ctx, s.dlLines, w.w, d, oid, now)
-		if err != nil {
-			return fmt.Errorf("delivery order lines: %w", err)
-		}
-		var sum float64
-		for rows.Next() {
-			var amount float64
-			if err := rows.Scan(&amount); err != nil {
-				rows.Close()
-				return fmt.Errorf("delivery order lines: %w", err)
-			}
-			sum += amount
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("delivery order lines: %w", err)
-		}
-		if _, err := c.Exec(ctx, s.dlCustomer, w.w, d, cid, round2(sum)); err != nil {
-			return fmt.Errorf("delivery customer: %w", err)
+	found := x.dlFound[:0]
+	for d := range districtsPerWH {
+		if !b.Item(1 + d).NoRows {
+			found = append(found, d) // else no undelivered order there (clause 2.7.4.2)
 		}
 	}
-	return nil
+	if len(found) == 0 {
+		return nil
+	}
+	b.Reset()
+	for _, d := range found {
+		x.dlSum[d] = 0
+		b.Exec(s.dlDelete, w.w, d+1, x.dlOid[d][0])
+		b.QueryRow(s.dlOrder, x.dlCid[d][:], w.w, d+1, x.dlOid[d][0], w.carrier)
+		b.Query(s.dlLines, w.sumFn[d], w.w, d+1, x.dlOid[d][0], now)
+	}
+	if err := w.send(ctx, c, "delivery new_order, order and lines"); err != nil {
+		return err
+	}
+	for k, d := range found {
+		// The oldest new order was locked FOR UPDATE (PostgreSQL) or the
+		// write lock is held (SQLite): no one else deleted it.
+		if b.Item(3*k).Affected == 0 || b.Item(3*k+1).NoRows {
+			return fmt.Errorf("delivery: new order %d of district %d.%d vanished", x.dlOids[d], w.w, d+1)
+		}
+	}
+	b.Reset()
+	for _, d := range found {
+		b.Exec(s.dlCustomer, w.w, d+1, x.dlCids[d], round2(x.dlSum[d]))
+	}
+	return w.send(ctx, c, "delivery customer")
 }
 
+// stockLevel runs Stock-Level in two round trips (and the COMMIT).
 func (w *worker) stockLevel(ctx context.Context, c target.Conn) error {
-	if err := c.Begin(ctx, target.ReadOnly); err != nil {
+	s, b, x := w.s, &w.b, &w.x
+	b.Reset()
+	b.Begin(target.ReadOnly)
+	nx := b.QueryRow(s.slNextOrder, x.slNext[:], w.w, w.d)
+	if err := w.send(ctx, c, "stock_level district"); err != nil {
 		return err
 	}
-	var next, low int64
-	if err := c.QueryRow(ctx, w.s.slNextOrder, w.w, w.d).Scan(&next); err != nil {
-		return fmt.Errorf("stock_level district: %w", err)
+	if b.Item(nx).NoRows {
+		return errNoRow("stock_level district")
 	}
-	if err := c.QueryRow(ctx, w.s.slCount, w.w, w.d, next, w.threshold).Scan(&low); err != nil {
-		return fmt.Errorf("stock_level count: %w", err)
-	}
-	return nil
+	b.Reset()
+	b.QueryRow(s.slCount, x.slLow[:], w.w, w.d, x.next, w.threshold)
+	return w.send(ctx, c, "stock_level count")
 }

@@ -3,9 +3,13 @@
 // session, each opened at its captured start and issuing its statements in
 // their captured order, at their captured offsets scaled by a speed (or as
 // fast as possible), with their bind parameters and prepared statements as
-// captured. It times every statement, compares each outcome with the
-// captured one (the same error, a new one, one that vanished) and records
-// how far it fell behind its schedule.
+// captured. A statement waits for every statement of another session that
+// ended before it started in the capture (SyncCapture); a monitor breaks
+// the cycles such waits can form with the server's lock waits, and
+// reports what stalls. It times every statement, compares each outcome
+// with the captured one (the same error, a new one, one that vanished, the
+// data the log did not hold) and records how far it fell behind its
+// schedule and how long it waited for the others.
 //
 // Unlike the generated workloads it is not driven by package driver:
 // sessions come and go on the capture's schedule instead of running for a
@@ -16,8 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"regexp"
 	"sync"
 	"time"
 
@@ -28,31 +31,32 @@ import (
 	"github.com/dbparity/dbparity/internal/target"
 )
 
-// Timing orders.
-const (
-	// OrderSession keeps each session's own order and timing (pgreplay-go's
-	// model): sessions do not wait for each other, so a replay can diverge
-	// where the capture relied on one session's statement before another's.
-	OrderSession = "session"
-	// OrderGlobal also issues statements across sessions in their captured
-	// start order (pgreplay's model): a statement waits until every one
-	// that started before it in the capture has been issued (not finished,
-	// so that a statement blocked on a lock does not stop the others).
-	OrderGlobal = "global"
-)
-
 // Options say what to replay and how.
 type Options struct {
 	Capture *capture.Capture
 	// Speed scales the captured offsets: 1 replays at the captured pace, 2
 	// twice as fast; 0 replays as fast as possible, order preserved.
 	Speed float64
-	Order string // OrderSession (default) or OrderGlobal
+	// Sync is SyncCapture (the default) or SyncNone.
+	Sync string
+	// StallTimeout is how long a statement may run, or a session wait for
+	// synchronisation, before it is reported stalled (default 60s).
+	StallTimeout time.Duration
 	// MapUser and MapDB rename captured users and databases.
 	MapUser, MapDB map[string]string
 	// Connect opens a session's connection; user or database "" keep the
 	// target's.
 	Connect func(ctx context.Context, user, database, app string) (target.ReplayConn, error)
+	// Keep, when set, says whether a captured session is replayed (the
+	// session filters); ExcludeStatement skips statements whose text it
+	// matches; ReplayAdmin sends the statements that change the server
+	// (ALTER SYSTEM, pg_reload_conf(), ...), skipped otherwise.
+	Keep             func(s *capture.Session) bool
+	ExcludeStatement *regexp.Regexp
+	ReplayAdmin      bool
+	// Types are the parameter type OIDs to bind each capture text with
+	// (by text index; nil: as the server infers), from Type.
+	Types map[int][]uint32
 	// Literals keeps one statement text per fingerprint, literals and all.
 	Literals bool
 	// Tick is the interval of the series (default 1s); Progress, if set,
@@ -77,10 +81,16 @@ type Progress struct {
 	CaptureProgress  time.Duration // the capture time replayed so far
 	CaptureTotal     time.Duration
 	StatementsPerSec float64
+	// SyncWaiting counts the sessions waiting for synchronisation now;
+	// Stalled those stalled past the stall timeout; Released the waits
+	// let go to break a cycle with the server's lock waits, so far.
+	SyncWaiting, Stalled int
+	Released             int64
 }
 
 // Run replays o.Capture. Cancelling ctx stops it: sessions issue nothing
-// more, and the result is returned marked partial.
+// more, statements in flight are cancelled, and the result is returned
+// marked partial.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Capture == nil || len(o.Capture.Sessions) == 0 {
 		return nil, errors.New("the capture holds no sessions")
@@ -88,15 +98,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Speed < 0 {
 		return nil, fmt.Errorf("speed %v: must be positive, or 0 for as fast as possible", o.Speed)
 	}
-	switch o.Order {
+	switch o.Sync {
 	case "":
-		o.Order = OrderSession
-	case OrderSession, OrderGlobal:
+		o.Sync = SyncCapture
+	case SyncCapture, SyncNone:
 	default:
-		return nil, fmt.Errorf("order %q: choose %s or %s", o.Order, OrderSession, OrderGlobal)
+		return nil, fmt.Errorf("sync %q: choose %s or %s", o.Sync, SyncCapture, SyncNone)
 	}
 	if o.Tick <= 0 {
 		o.Tick = time.Second
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 60 * time.Second
 	}
 	p := newPlay(o)
 	return p.run(ctx)
@@ -108,19 +121,18 @@ type play struct {
 	c    *capture.Capture
 	fps  []int // fingerprint index of each capture text
 	rec  *recorder
-	seq  [][]int64 // global order: each statement's ticket, by session
-	turn struct {
-		sync.Mutex
-		next    int64                   // the ticket whose turn it is
-		waiters map[int64]chan struct{} // closed when their ticket's turn comes
-	}
+	sync *syncer // nil with SyncNone
+	live *liveState
+	keep []bool // the sessions the filters keep
+	// why is, per capture text, why it is not sent as captured: ""
+	// (sent), or a reason to skip it, or capture.NoCopyData (sent empty).
+	why   []string
 	start time.Time
 }
 
 func newPlay(o Options) *play {
 	c := o.Capture
-	p := &play{o: o, c: c}
-	p.turn.waiters = map[int64]chan struct{}{}
+	p := &play{o: o, c: c, live: newLiveState(len(c.Sessions)), keep: make([]bool, len(c.Sessions))}
 	fpIndex := map[string]int{}
 	var fps []string
 	for _, text := range c.Texts {
@@ -132,34 +144,37 @@ func newPlay(o Options) *play {
 			fps = append(fps, f)
 		}
 		p.fps = append(p.fps, i)
+		p.why = append(p.why, p.reason(text))
 	}
-	p.rec = newRecorder(c, fps, p.fps, o.Literals)
-	if o.Order == OrderGlobal {
-		p.seq = tickets(c)
+	for i := range c.Sessions {
+		p.keep[i] = o.Keep == nil || o.Keep(&c.Sessions[i])
+	}
+	p.rec = newRecorder(c, fps, p.fps, p.keep, o.Literals)
+	if o.Sync == SyncCapture {
+		p.sync = newSyncer(c)
 	}
 	return p
 }
 
-// tickets numbers every statement in captured start order (ties: session
-// order, then position).
-func tickets(c *capture.Capture) [][]int64 {
-	type ref struct {
-		at   time.Duration
-		s, i int
+// Reasons a statement is not sent.
+const (
+	skipTruncated = "parameters truncated in the log"
+	skipFiltered  = "session excluded by --include-session / --exclude-session"
+	skipExcluded  = "excluded by --exclude-statement"
+	skipAdmin     = "changes the server (skipped; --replay-admin sends it)"
+	skipStopped   = "replay stopped"
+	skipNoConnect = "the session could not connect"
+)
+
+// reason says why a capture text is not sent as captured, if it is not.
+func (p *play) reason(text string) string {
+	switch {
+	case p.o.ExcludeStatement != nil && p.o.ExcludeStatement.MatchString(text):
+		return skipExcluded
+	case !p.o.ReplayAdmin && capture.Admin(text) != "":
+		return skipAdmin
 	}
-	var all []ref
-	seq := make([][]int64, len(c.Sessions))
-	for s, ss := range c.Sessions {
-		seq[s] = make([]int64, len(ss.Statements))
-		for i, st := range ss.Statements {
-			all = append(all, ref{st.Offset, s, i})
-		}
-	}
-	sort.SliceStable(all, func(a, b int) bool { return all[a].at < all[b].at })
-	for n, r := range all {
-		seq[r.s][r.i] = int64(n)
-	}
-	return seq
+	return capture.Unreplayable(text)
 }
 
 // at is when a capture offset falls in the replay.
@@ -173,6 +188,18 @@ func (p *play) at(offset time.Duration) time.Time {
 func (p *play) run(ctx context.Context) (*Result, error) {
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The statements of sessions the filters leave out are complete from
+	// the start: no one waits for them.
+	for i, s := range p.c.Sessions {
+		if !p.keep[i] {
+			for k := range s.Statements {
+				p.rec.skipped(skipFiltered)
+				if p.sync != nil {
+					p.sync.complete(i, k)
+				}
+			}
+		}
+	}
 	p.start = time.Now()
 	p.rec.start(p.start)
 	if p.o.Started != nil {
@@ -180,6 +207,9 @@ func (p *play) run(ctx context.Context) (*Result, error) {
 	}
 	var wg sync.WaitGroup
 	for i := range p.c.Sessions {
+		if !p.keep[i] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -188,16 +218,23 @@ func (p *play) run(ctx context.Context) (*Result, error) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	mon := newMonitor(p)
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); mon.run(stopCtx, done) }()
 	tick := time.NewTicker(p.o.Tick)
 	defer tick.Stop()
 	interrupted := false
+	ctxDone := ctx.Done()
 loop:
 	for {
 		select {
 		case <-done:
 			break loop
-		case <-ctx.Done():
-			interrupted = true
+		case <-ctxDone:
+			// Sessions stop at once; statements in flight are cancelled
+			// through their context.
+			interrupted, ctxDone = true, nil
+			stop()
 		case now := <-tick.C:
 			pr, iv := p.rec.tick(now)
 			if p.o.OnInterval != nil && iv.Seconds > 0 {
@@ -207,17 +244,21 @@ loop:
 			if p.o.Speed > 0 {
 				pr.CaptureProgress = time.Duration(float64(now.Sub(p.start)) * p.o.Speed)
 			}
+			pr.SyncWaiting, pr.Stalled, pr.Released = mon.status()
 			if p.o.Progress != nil {
 				p.o.Progress(pr)
 			}
 		}
 	}
 	end := time.Now()
+	stop()
+	<-monDone
 	if p.o.Stopped != nil {
 		p.o.Stopped(end)
 	}
 	p.rec.tick(end)
 	r := p.rec.result(p.c, p.o, p.start, end)
+	mon.report(r)
 	if interrupted {
 		r.Partial, r.PartialReason = true, "interrupted"
 		return r, ctx.Err()
@@ -228,12 +269,11 @@ loop:
 // session replays captured session i.
 func (p *play) session(ctx context.Context, i int) {
 	s := &p.c.Sessions[i]
-	// Statements not reached are counted, and in global order hand on
-	// their tickets.
-	next, why := 0, "replay stopped"
+	// Statements not reached are counted, and complete for the others.
+	next, why := 0, skipStopped
 	defer func() {
 		for ; next < len(s.Statements); next++ {
-			p.skip(ctx, i, next, why)
+			p.skip(i, next, why)
 		}
 	}()
 	if !sleepUntil(ctx, p.at(s.Start)) {
@@ -254,13 +294,15 @@ func (p *play) session(ctx context.Context, i int) {
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			why = "the session could not connect"
+			why = skipNoConnect
 			p.rec.sessionFailed(err)
 		}
 		return
 	}
 	p.rec.sessionStarted()
+	p.live.connected(i, conn.PID())
 	defer func() {
+		p.live.connected(i, 0)
 		conn.Close()
 		p.rec.sessionEnded()
 	}()
@@ -269,88 +311,73 @@ func (p *play) session(ctx context.Context, i int) {
 		if ctx.Err() != nil {
 			return
 		}
+		how := p.why[st.Text]
 		if st.ParamsTruncated {
-			p.skip(ctx, i, next, "parameters truncated in the log")
+			how = skipTruncated
+		}
+		if how != "" && how != capture.NoCopyData {
+			p.skip(i, next, how)
 			continue
 		}
 		due := p.at(st.Offset)
-		if !sleepUntil(ctx, due) || !p.waitTurn(ctx, i, next) {
+		if !sleepUntil(ctx, due) {
 			return
 		}
-		issued := time.Now()
-		// The next statement in global order may go once this one is on
-		// the wire, not when it is answered.
-		sent := func() { p.passTurn(i, next) }
+		var waited time.Duration
+		if p.sync != nil {
+			p.live.syncing(i, next)
+			w, ok := p.sync.wait(ctx, i, next)
+			if !ok {
+				return
+			}
+			waited = w
+		}
+		issued := p.live.begin(i, next)
+		text := p.c.Texts[st.Text]
+		types := p.o.Types[st.Text]
 		var tag string
 		var err error
-		text := p.c.Texts[st.Text]
 		switch {
+		case how == capture.NoCopyData:
+			tag, err = conn.CopyIn(ctx, text)
 		case st.Prepared != "":
-			tag, err = conn.Prepared(ctx, st.Prepared, text, st.Params, sent)
+			tag, err = conn.Prepared(ctx, st.Prepared, text, st.Params, types)
 		case st.Extended:
-			tag, err = conn.Extended(ctx, text, st.Params, sent)
+			tag, err = conn.Extended(ctx, text, st.Params, types)
 		default:
-			tag, err = conn.Simple(ctx, text, sent)
+			tag, err = conn.Simple(ctx, text)
+		}
+		took := p.live.end(i)
+		if ctx.Err() != nil && err != nil {
+			// Cancelled by the stop: neither the capture's outcome nor a
+			// new one, so not recorded as either.
+			p.rec.skipped(skipStopped)
+			p.completed(i, next)
+			next++
+			return
 		}
 		lag := time.Duration(-1)
 		if p.o.Speed > 0 {
 			lag = max(0, issued.Sub(due))
 		}
-		p.rec.statement(p.c, i, next, time.Since(issued), lag, tag, err)
+		p.rec.statement(p.c, i, next, took, lag, waited, tag, err, how)
+		p.completed(i, next)
 	}
 	// Hold the connection until the captured disconnection.
 	sleepUntil(ctx, p.at(s.End))
 }
 
-// skip accounts for a statement that is not replayed, handing on its
-// ticket in global order.
-func (p *play) skip(ctx context.Context, s, i int, reason string) {
-	if p.seq != nil && p.waitTurn(ctx, s, i) {
-		p.passTurn(s, i)
-	} else if p.seq != nil {
-		// Stopping: hand the ticket on anyway so no one waits forever.
-		p.passTurn(s, i)
-	}
-	p.rec.skipped(reason)
-}
-
-// waitTurn blocks, in global order, until every earlier statement was
-// issued; it returns false when the replay stops.
-func (p *play) waitTurn(ctx context.Context, s, i int) bool {
-	if p.seq == nil {
-		return true
-	}
-	mine := p.seq[s][i]
-	p.turn.Lock()
-	if p.turn.next >= mine {
-		p.turn.Unlock()
-		return ctx.Err() == nil
-	}
-	// Only the owner of the next ticket is woken, not every session.
-	ch := make(chan struct{})
-	p.turn.waiters[mine] = ch
-	p.turn.Unlock()
-	select {
-	case <-ch:
-		return ctx.Err() == nil
-	case <-ctx.Done():
-		return false
+// completed marks a statement done for synchronisation.
+func (p *play) completed(s, i int) {
+	if p.sync != nil {
+		p.sync.complete(s, i)
 	}
 }
 
-func (p *play) passTurn(s, i int) {
-	if p.seq == nil {
-		return
-	}
-	p.turn.Lock()
-	defer p.turn.Unlock()
-	if t := p.seq[s][i]; t >= p.turn.next {
-		p.turn.next = t + 1
-		if ch, ok := p.turn.waiters[t+1]; ok {
-			close(ch)
-			delete(p.turn.waiters, t+1)
-		}
-	}
+// skip accounts for a statement that is not sent.
+func (p *play) skip(s, i int, reason string) {
+	p.rec.notSent(p.c, s, i, reason)
+	p.completed(s, i)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {
@@ -386,24 +413,4 @@ func sqlState(err error) string {
 		return pe.Code
 	}
 	return "other"
-}
-
-// isBegin reports whether a statement opens a transaction block.
-func isBegin(text string) bool {
-	f := strings.Fields(strings.ToUpper(text))
-	if len(f) == 0 {
-		return false
-	}
-	w := strings.TrimSuffix(f[0], ";")
-	return w == "BEGIN" || (w == "START" && len(f) > 1 && strings.HasPrefix(f[1], "TRANSACTION"))
-}
-
-// isCommit reports whether a statement ends a transaction with a commit.
-func isCommit(text string) bool {
-	f := strings.Fields(strings.ToUpper(strings.TrimLeft(text, " \t\r\n(")))
-	if len(f) == 0 {
-		return false
-	}
-	w := strings.TrimSuffix(f[0], ";")
-	return w == "COMMIT" || (w == "END" && (len(f) == 1 || strings.HasPrefix(f[1], "TRANSACTION") || strings.HasPrefix(f[1], "WORK") || f[1] == ";"))
 }

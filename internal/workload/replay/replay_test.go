@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -34,11 +35,10 @@ type call struct {
 	at                    time.Time
 }
 
-func (c *fakeConn) do(kind, name, sql string, params []*string, sent func()) (string, error) {
+func (c *fakeConn) do(kind, name, sql string, params []*string) (string, error) {
 	c.log.mu.Lock()
 	c.log.calls = append(c.log.calls, call{c.sess, kind, sql, name, params, time.Now()})
 	c.log.mu.Unlock()
-	sent()
 	time.Sleep(time.Millisecond)
 	switch {
 	case sql == "BEGIN":
@@ -58,14 +58,22 @@ func (c *fakeConn) do(kind, name, sql string, params []*string, sent func()) (st
 	return "OK", nil
 }
 
-func (c *fakeConn) Simple(_ context.Context, sql string, sent func()) (string, error) {
-	return c.do("simple", "", sql, nil, sent)
+func (c *fakeConn) Simple(_ context.Context, sql string) (string, error) {
+	return c.do("simple", "", sql, nil)
 }
-func (c *fakeConn) Extended(_ context.Context, sql string, p []*string, sent func()) (string, error) {
-	return c.do("extended", "", sql, p, sent)
+func (c *fakeConn) Extended(_ context.Context, sql string, p []*string, _ []uint32) (string, error) {
+	return c.do("extended", "", sql, p)
 }
-func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, sent func()) (string, error) {
-	return c.do("prepared", name, sql, p, sent)
+func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, _ []uint32) (string, error) {
+	return c.do("prepared", name, sql, p)
+}
+func (c *fakeConn) CopyIn(_ context.Context, sql string) (string, error) {
+	return c.do("copy", "", sql, nil)
+}
+func (c *fakeConn) Describe(context.Context, string, []uint32) ([]uint32, error) { return nil, nil }
+func (c *fakeConn) PID() uint32                                                  { return 0 }
+func (c *fakeConn) Blockers(context.Context, []uint32) (map[uint32][]uint32, error) {
+	return nil, nil
 }
 func (c *fakeConn) Close() error { return nil }
 
@@ -73,7 +81,7 @@ func str(s string) *string { return &s }
 
 // testCapture: two sessions over 400 ms. Session a: BEGIN, a prepared
 // UPDATE with parameters, a failing SELECT (42P01 in the capture), COMMIT.
-// Session b: an extended INSERT with a NULL parameter, then COMMIT.
+// Session b: BEGIN, an extended INSERT with a NULL parameter, COMMIT.
 func testCapture() *capture.Capture {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -88,6 +96,7 @@ func testCapture() *capture.Capture {
 				{Offset: ms(300), Text: 3, Duration: ms(1)},
 			}},
 			{ID: "b", User: "app", Database: "db", Start: ms(50), End: ms(350), Statements: []capture.Statement{
+				{Offset: ms(120), Text: 0, Duration: ms(1)},
 				{Offset: ms(150), Text: 4, Extended: true, Params: []*string{str("x"), nil}, Duration: ms(1)},
 				{Offset: ms(250), Text: 3, Duration: ms(1)},
 			}},
@@ -114,16 +123,18 @@ func TestReplayAsCaptured(t *testing.T) {
 	if d := time.Since(start); d < 190*time.Millisecond || d > 400*time.Millisecond {
 		t.Errorf("replay at speed 2 took %v, want about 200 ms", d)
 	}
-	if r.Replayed != 6 || r.OK != 5 || r.Errors != 1 || r.Statements != 6 {
+	if r.Replayed != 7 || r.OK != 6 || r.Errors != 1 || r.Statements != 7 {
 		t.Errorf("replayed %d (ok %d, errors %d) of %d", r.Replayed, r.OK, r.Errors, r.Statements)
 	}
 	if len(r.Outcomes) != 1 || r.Outcomes[0].Kind != Expected || r.Outcomes[0].Replayed != "42P01" {
 		t.Errorf("outcomes %+v, want one expected 42P01", r.Outcomes)
 	}
 	// Session a's COMMIT follows a failed statement: it rolled back, in
-	// the capture and in the replay.
-	if r.CapturedCommits != 1 || r.ReplayedCommits != 1 || len(r.SessionDiffs) != 0 {
-		t.Errorf("commits %d/%d, session diffs %+v", r.CapturedCommits, r.ReplayedCommits, r.SessionDiffs)
+	// the capture and in the replay; b's committed.
+	if r.CapturedCommits != 1 || r.ReplayedCommits != 1 || r.CapturedTransactions != 1 || r.ReplayedTransactions != 1 ||
+		len(r.SessionDiffs) != 0 {
+		t.Errorf("commits %d/%d, transactions %d/%d, session diffs %+v", r.CapturedCommits, r.ReplayedCommits,
+			r.CapturedTransactions, r.ReplayedTransactions, r.SessionDiffs)
 	}
 	if r.Lag == nil || r.Lag.Max() > 50*time.Millisecond {
 		t.Errorf("lag %v", r.Lag)
@@ -175,23 +186,42 @@ func TestDivergence(t *testing.T) {
 	}
 }
 
-// Global order issues statements in captured start order across sessions,
-// even as fast as possible.
-func TestGlobalOrder(t *testing.T) {
+// Synchronisation by the capture: a statement goes only after every
+// statement of another session that ended before it started, even as
+// fast as possible. In testCapture every statement ended before the next
+// one (in any session) started, so the whole order is forced.
+func TestSyncCapture(t *testing.T) {
 	for range 5 {
 		l := &log{}
-		if _, err := Run(context.Background(), Options{Capture: testCapture(), Order: OrderGlobal, Connect: connector(l, nil)}); err != nil {
+		r, err := Run(context.Background(), Options{Capture: testCapture(), Connect: connector(l, nil)})
+		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
 		for _, c := range l.calls {
 			got = append(got, strings.Fields(c.sql)[0])
 		}
-		// Captured starts: 0 BEGIN, 100 UPDATE, 150 INSERT, 200 SELECT,
-		// 250 COMMIT (b), 300 COMMIT (a).
-		if want := "BEGIN UPDATE INSERT SELECT COMMIT COMMIT"; strings.Join(got, " ") != want {
+		// Captured: a BEGIN 0-1, a UPDATE 100-102, b BEGIN 120-121, b
+		// INSERT 150-151, a SELECT 200 (failed), b COMMIT 250-251, a
+		// COMMIT 300-301.
+		if want := "BEGIN UPDATE BEGIN INSERT SELECT COMMIT COMMIT"; strings.Join(got, " ") != want {
 			t.Fatalf("issued %v, want %s", got, want)
 		}
+		if r.SyncWait == nil || r.SyncWait.Count() != 7 {
+			t.Errorf("sync waits recorded %v", r.SyncWait)
+		}
+	}
+}
+
+func TestSyncNoneKeepsSessionsApart(t *testing.T) {
+	l := &log{}
+	r, err := Run(context.Background(), Options{Capture: testCapture(), Sync: SyncNone, Connect: connector(l, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A wait of 0 is recorded as the histogram's lowest value, 1 µs.
+	if r.Replayed != 7 || r.SyncWait.Max() > time.Microsecond {
+		t.Errorf("replayed %d, sync wait max %v", r.Replayed, r.SyncWait.Max())
 	}
 }
 
@@ -207,7 +237,7 @@ func TestRefusedUserFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Replayed != 6 || len(r.Notes) != 1 || l.calls[0].sess != "@" {
+	if r.Replayed != 7 || len(r.Notes) != 1 || l.calls[0].sess != "@" {
 		t.Errorf("replayed %d, notes %q, first session %q", r.Replayed, r.Notes, l.calls[0].sess)
 	}
 }
@@ -220,16 +250,53 @@ func TestStopIsPartial(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || r == nil || !r.Partial || r.NotReplayed["replay stopped"] == 0 {
 		t.Fatalf("err %v, result %+v", err, r)
 	}
-	if r.Replayed+r.NotReplayed["replay stopped"] != 6 {
-		t.Errorf("replayed %d + not replayed %v != 6", r.Replayed, r.NotReplayed)
+	if r.Replayed+r.NotReplayed["replay stopped"] != 7 {
+		t.Errorf("replayed %d + not replayed %v != 7", r.Replayed, r.NotReplayed)
 	}
 }
 
-func TestIsCommit(t *testing.T) {
-	for s, want := range map[string]bool{"COMMIT": true, "commit;": true, " END;": true, "end": true,
-		"END TRANSACTION": true, "COMMIT PREPARED 'x'": true, "ENDS": false, "SELECT 1": false, "": false} {
-		if isCommit(s) != want {
-			t.Errorf("isCommit(%q) = %v", s, !want)
+func TestTxKind(t *testing.T) {
+	for s, want := range map[string]int{"COMMIT": txCommit, "commit;": txCommit, " END;": txCommit, "end": txCommit,
+		"END TRANSACTION": txCommit, "COMMIT PREPARED 'x'": txOther, "ENDS": txOther, "SELECT 1": txOther, "": txOther,
+		"BEGIN": txBegin, "start transaction isolation level serializable": txBegin, "ROLLBACK": txRollback,
+		"ABORT": txRollback, "ROLLBACK TO SAVEPOINT s1": txRollbackTo, "rollback to s1": txRollbackTo,
+		"ROLLBACK WORK TO SAVEPOINT s": txRollbackTo, "SAVEPOINT s1": txSavepoint, "RELEASE SAVEPOINT s1": txRelease,
+		"PREPARE TRANSACTION 'x'": txPrepare, "ROLLBACK PREPARED 'x'": txOther} {
+		if got := txKindOf(s); got != want {
+			t.Errorf("txKindOf(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// Transactions count as the server counts them: a block that committed,
+// and each statement that succeeded outside a block; a failure inside a
+// block aborts it unless ROLLBACK TO a savepoint recovers it.
+func TestTxState(t *testing.T) {
+	type st struct {
+		text   string
+		failed bool
+	}
+	for _, c := range []struct {
+		name    string
+		stmts   []st
+		commits int
+	}{
+		{"autocommit", []st{{"SELECT 1", false}, {"INSERT", false}, {"UPDATE", true}}, 2},
+		{"block", []st{{"BEGIN", false}, {"UPDATE", false}, {"COMMIT", false}}, 1},
+		{"failed block", []st{{"BEGIN", false}, {"UPDATE", true}, {"COMMIT", false}}, 0},
+		{"savepoint recovers", []st{{"BEGIN", false}, {"SAVEPOINT s", false}, {"UPDATE", true},
+			{"ROLLBACK TO SAVEPOINT s", false}, {"INSERT", false}, {"COMMIT", false}}, 1},
+		{"rollback", []st{{"BEGIN", false}, {"UPDATE", false}, {"ROLLBACK", false}, {"SELECT 1", false}}, 1},
+	} {
+		var tx txState
+		n := 0
+		for _, s := range c.stmts {
+			if ok, _ := tx.step(txKindOf(s.text), s.failed, ""); ok {
+				n++
+			}
+		}
+		if n != c.commits {
+			t.Errorf("%s: %d transactions committed, want %d", c.name, n, c.commits)
 		}
 	}
 }
@@ -259,5 +326,60 @@ func TestCommitRolledBack(t *testing.T) {
 	}
 	if rolledBack != 1 {
 		t.Errorf("outcomes %+v, want b's COMMIT rolled back", r.Outcomes)
+	}
+}
+
+// Filters: sessions by name, statements by text; statements that change
+// the server are skipped and listed unless asked for; COPY FROM STDIN
+// runs empty and is reported as data not in the log. Skipped statements
+// count as done: no session waits for them.
+func TestFiltersAdminAndCopy(t *testing.T) {
+	c := testCapture()
+	c.Sessions[1].User = "report"
+	c.Texts = append(c.Texts, "ALTER SYSTEM SET work_mem = '1GB'", "COPY h FROM STDIN")
+	ms := time.Millisecond
+	c.Sessions[0].Statements = append(c.Sessions[0].Statements,
+		capture.Statement{Offset: 320 * ms, Text: 5}, capture.Statement{Offset: 330 * ms, Text: 6, Duration: ms})
+	l := &log{}
+	f := Filter{Exclude: []Match{{"user", "rep*"}}}
+	r, err := Run(context.Background(), Options{Capture: c, Connect: connector(l, nil), Keep: f.Keep,
+		ExcludeStatement: regexp.MustCompile(`^SELECT`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, call := range l.calls {
+		sent = append(sent, call.kind+" "+strings.Fields(call.sql)[0])
+	}
+	if got := strings.Join(sent, ", "); got != "simple BEGIN, prepared UPDATE, simple COMMIT, copy COPY" {
+		t.Errorf("sent %s", got)
+	}
+	if r.SessionsFiltered != 1 || r.Sessions != 1 || r.NotReplayed[skipFiltered] != 3 || r.NotReplayed[skipExcluded] != 1 ||
+		r.NotReplayed[skipAdmin] != 1 || r.Admin["ALTER SYSTEM SET work_mem = ?"] != 1 {
+		t.Errorf("filtered %d, sessions %d, not replayed %v, admin %v", r.SessionsFiltered, r.Sessions, r.NotReplayed, r.Admin)
+	}
+	var noData int64
+	for _, o := range r.Outcomes {
+		if o.Kind == NoData {
+			noData += o.Count
+		}
+	}
+	if noData != 1 {
+		t.Errorf("outcomes %+v, want the COPY as data not in the log", r.Outcomes)
+	}
+	// --replay-admin sends it.
+	l = &log{}
+	if _, err := Run(context.Background(), Options{Capture: c, Connect: connector(l, nil), ReplayAdmin: true}); err != nil {
+		t.Fatal(err)
+	}
+	admin := false
+	for _, call := range l.calls {
+		admin = admin || strings.HasPrefix(call.sql, "ALTER SYSTEM")
+	}
+	if !admin {
+		t.Error("--replay-admin did not send ALTER SYSTEM")
+	}
+	if _, err := ParseMatch("host=x"); err == nil {
+		t.Error("host= accepted")
 	}
 }

@@ -17,8 +17,9 @@ type Result struct {
 	// CaptureSeconds is the capture's span; ReplaySeconds the replay's.
 	CaptureSeconds, ReplaySeconds float64
 	Speed                         float64 // 0: as fast as possible
-	Order                         string
+	Sync                          string
 	Sessions, SessionsFailed      int
+	SessionsFiltered              int
 	// Statements were captured; Replayed were issued (OK plus Errors).
 	Statements, Replayed, OK, Errors int64
 	NotReplayed                      map[string]int64 // by reason
@@ -27,19 +28,30 @@ type Result struct {
 	Latency, Commit *metrics.Histogram
 	// Lag is how late statements were issued behind their schedule (nil
 	// when replaying as fast as possible).
-	Lag          *metrics.Histogram
+	Lag *metrics.Histogram
+	// SyncWait is how long statements waited for other sessions'
+	// statements (SyncCapture), all statements counted, most at zero.
+	SyncWait     *metrics.Histogram
 	Fingerprints []Fingerprint
 	// Outcomes are the statements whose replay ended otherwise than their
 	// capture, and the captured errors that the replay repeated.
 	Outcomes []Outcome
-	// Sessions whose replay completed a different number of statements or
-	// commits than their capture.
+	// Sessions whose replay completed a different number of statements,
+	// commits or errors than their capture.
 	SessionDiffs []SessionDiff
-	// CapturedCommits and ReplayedCommits count successful COMMIT / END.
-	CapturedCommits, ReplayedCommits int64
-	Notes                            []string
-	Series                           []metrics.Interval // statements completed per interval in Commits
-	FirstErrors                      map[string]string  // first message per SQLSTATE
+	// CapturedCommits and ReplayedCommits count the COMMITs (END) that
+	// committed; the Transactions count every committed transaction,
+	// autocommit statements included, the same way on both sides.
+	CapturedCommits, ReplayedCommits           int64
+	CapturedTransactions, ReplayedTransactions int64
+	// Admin lists the statements skipped because they change the server
+	// (fingerprint: count).
+	Admin       map[string]int64
+	Releases    []Release
+	Stalls      []Stall
+	Notes       []string
+	Series      []metrics.Interval // statements completed per interval in Commits
+	FirstErrors map[string]string  // first message per SQLSTATE
 }
 
 // Fingerprint is one normalised statement, captured and replayed.
@@ -52,8 +64,9 @@ type Fingerprint struct {
 	CaptureErrors, ReplayErrors int64
 	// Capture is the server's time from the log (successful statements
 	// with a logged duration); Replay is dbparity's client time, the round
-	// trip included.
-	Capture, Replay *metrics.Histogram
+	// trip included; SyncWait the time its statements waited for other
+	// sessions before they were sent.
+	Capture, Replay, SyncWait *metrics.Histogram
 }
 
 // Outcome kinds.
@@ -66,10 +79,13 @@ const (
 	// (its transaction failed), and the reverse.
 	RolledBack = "rolled back"
 	Committed  = "committed"
+	// NoData: a statement whose data the log does not hold (COPY FROM
+	// STDIN, run empty; a fast-path call, skipped): its effect is missing.
+	NoData = "data not in the log"
 )
 
 // kindRank orders outcomes: divergence first, the expected last.
-var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, Vanished: 3, Committed: 4, Expected: 5}
+var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, NoData: 3, Vanished: 4, Committed: 5, Expected: 6}
 
 // Outcome counts statements of one fingerprint that ended one way.
 type Outcome struct {
@@ -101,6 +117,8 @@ type recorder struct {
 	// capRolledBack marks the captured COMMITs whose transaction had
 	// failed: the server answered ROLLBACK.
 	capRolledBack map[[2]int]bool
+	repTx         []txState // each session's blocks in the replay
+	keep          []bool    // the sessions the filters keep
 	res           Result
 	iv            metrics.Interval
 	ivHist        *metrics.Histogram
@@ -113,18 +131,27 @@ type recorder struct {
 
 type sessionCount struct {
 	okCapture, okReplay, errCapture, errReplay, commitCapture, commitReplay int64
+	txCapture, txReplay                                                     int64
 }
 
-func newRecorder(c *capture.Capture, fps []string, fpOf []int, literals bool) *recorder {
+func newRecorder(c *capture.Capture, fps []string, fpOf []int, keep []bool, literals bool) *recorder {
 	r := &recorder{fpOf: fpOf, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
-		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}}
+		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}, repTx: make([]txState, len(c.Sessions)),
+		keep: keep}
 	for _, f := range fps {
-		r.fps = append(r.fps, Fingerprint{Text: f, Capture: metrics.NewHistogram(), Replay: metrics.NewHistogram()})
+		r.fps = append(r.fps, Fingerprint{Text: f, Capture: metrics.NewHistogram(), Replay: metrics.NewHistogram(),
+			SyncWait: metrics.NewHistogram()})
 	}
-	r.res = Result{Latency: metrics.NewHistogram(), Commit: metrics.NewHistogram(), NotReplayed: map[string]int64{},
-		FirstErrors: map[string]string{}, Sessions: len(c.Sessions)}
+	r.res = Result{Latency: metrics.NewHistogram(), Commit: metrics.NewHistogram(), SyncWait: metrics.NewHistogram(),
+		NotReplayed: map[string]int64{}, Admin: map[string]int64{}, FirstErrors: map[string]string{}}
 	for si, s := range c.Sessions {
-		failed := false // the session's transaction block has failed
+		r.res.Statements += int64(len(s.Statements))
+		if !keep[si] {
+			r.res.SessionsFiltered++
+			continue
+		}
+		r.res.Sessions++
+		var tx txState
 		for i, st := range s.Statements {
 			text := c.Texts[st.Text]
 			f := &r.fps[fpOf[st.Text]]
@@ -133,29 +160,27 @@ func newRecorder(c *capture.Capture, fps []string, fpOf []int, literals bool) *r
 				f.Example = text
 			}
 			sc := &r.sessions[si]
-			if isBegin(text) {
-				failed = false
+			kind := txKindOf(text)
+			committed, rolledBack := tx.step(kind, st.Error != nil, "")
+			if committed {
+				sc.txCapture++
+				if kind == txCommit {
+					sc.commitCapture++
+				}
+			}
+			if rolledBack {
+				r.capRolledBack[[2]int{si, i}] = true
 			}
 			if st.Error != nil {
 				f.CaptureErrors++
 				sc.errCapture++
-				failed = true
 				continue
 			}
 			sc.okCapture++
-			if isCommit(text) {
-				if failed {
-					r.capRolledBack[[2]int{si, i}] = true
-				} else {
-					sc.commitCapture++
-				}
-				failed = false
-			}
 			if st.Duration > 0 {
 				f.Capture.Record(st.Duration)
 			}
 		}
-		r.res.Statements += int64(len(s.Statements))
 	}
 	return r
 }
@@ -195,8 +220,10 @@ func (r *recorder) skipped(reason string) {
 	r.res.NotReplayed[reason]++
 }
 
-// statement records statement i of session s.
-func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Duration, tag string, err error) {
+// statement records statement i of session s: its time, its lag behind
+// schedule, its wait for other sessions, and its outcome; how is why it
+// was not sent as captured (capture.NoCopyData: run without its data).
+func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited time.Duration, tag string, err error, how string) {
 	st := &c.Sessions[s].Statements[i]
 	text := c.Texts[st.Text]
 	r.mu.Lock()
@@ -213,6 +240,8 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Durati
 		r.res.Lag.Record(lag)
 		r.lastLag = lag
 	}
+	r.res.SyncWait.Record(waited)
+	f.SyncWait.Record(waited)
 	got := sqlState(err)
 	want := ""
 	if st.Error != nil {
@@ -220,6 +249,11 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Durati
 		if want == "" {
 			want = "?"
 		}
+	}
+	kind := txKindOf(text)
+	committed, repRB := r.repTx[s].step(kind, err != nil, tag)
+	if committed {
+		sc.txReplay++
 	}
 	if err != nil {
 		r.res.Errors++
@@ -236,44 +270,72 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag time.Durati
 		f.Replay.Record(took)
 		r.ivHist.Record(took)
 		r.iv.Commits++
-		if isCommit(text) && tag != "ROLLBACK" {
+		if kind == txCommit && committed {
 			sc.commitReplay++
 			r.res.Commit.Record(took)
 		}
 	}
-	capRB, repRB := r.capRolledBack[[2]int{s, i}], err == nil && isCommit(text) && tag == "ROLLBACK"
-	kind := ""
+	capRB := r.capRolledBack[[2]int{s, i}]
+	outcome := ""
 	switch {
+	case how == capture.NoCopyData:
+		outcome = NoData
 	case want == "" && got == "" && repRB && !capRB:
-		kind = RolledBack
+		outcome = RolledBack
 	case want == "" && got == "" && capRB && !repRB:
-		kind = Committed
+		outcome = Committed
 	case want == "" && got == "":
 	case want == "":
-		kind = New
+		outcome = New
 	case got == "":
-		kind = Vanished
+		outcome = Vanished
 	case want == got || want == "?":
-		kind = Expected
+		outcome = Expected
 	default:
-		kind = Changed
+		outcome = Changed
 	}
-	if kind == "" {
+	if outcome == "" {
 		return
 	}
-	key := [4]string{kind, f.Text, want, got}
+	msg := ""
+	switch {
+	case outcome == NoData:
+		msg = how
+	case err != nil:
+		msg = err.Error()
+	case st.Error != nil:
+		msg = st.Error.Message
+	}
+	r.outcome(outcome, f.Text, want, got, msg)
+}
+
+// outcome counts one statement that ended a way worth reporting; call
+// with mu held.
+func (r *recorder) outcome(kind, fp, want, got, msg string) {
+	key := [4]string{kind, fp, want, got}
 	o := r.outcomes[key]
 	if o == nil {
-		o = &Outcome{Kind: kind, Fingerprint: f.Text, Captured: want, Replayed: got}
-		switch {
-		case err != nil:
-			o.Message = err.Error()
-		case st.Error != nil:
-			o.Message = st.Error.Message
-		}
+		o = &Outcome{Kind: kind, Fingerprint: fp, Captured: want, Replayed: got, Message: msg}
 		r.outcomes[key] = o
 	}
 	o.Count++
+}
+
+// notSent records a statement that was not sent: skipped (with why), or
+// the data not in the log (a fast-path call); admin names what an
+// administrative statement does.
+func (r *recorder) notSent(c *capture.Capture, s, i int, why string) {
+	st := &c.Sessions[s].Statements[i]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.NotReplayed[why]++
+	fp := r.fps[r.fpOf[st.Text]].Text
+	switch why {
+	case capture.NoFastPathArg:
+		r.outcome(NoData, fp, "", "", why)
+	case skipAdmin:
+		r.res.Admin[fp]++
+	}
 }
 
 // tick closes the series' interval ending now.
@@ -302,7 +364,7 @@ func (r *recorder) result(c *capture.Capture, o Options, start, end time.Time) *
 	res := r.res
 	res.Start, res.End = start, end
 	res.CaptureSeconds, res.ReplaySeconds = c.End.Sub(c.Start).Seconds(), end.Sub(start).Seconds()
-	res.Speed, res.Order = o.Speed, o.Order
+	res.Speed, res.Sync = o.Speed, o.Sync
 	res.Fingerprints = append([]Fingerprint(nil), r.fps...)
 	// Top regressions first: the most replay time added over the capture.
 	added := func(f Fingerprint) float64 {
@@ -322,6 +384,11 @@ func (r *recorder) result(c *capture.Capture, o Options, start, end time.Time) *
 	for i, sc := range r.sessions {
 		res.CapturedCommits += sc.commitCapture
 		res.ReplayedCommits += sc.commitReplay
+		res.CapturedTransactions += sc.txCapture
+		res.ReplayedTransactions += sc.txReplay
+		if !r.keep[i] {
+			continue
+		}
 		if sc.okCapture != sc.okReplay || sc.commitCapture != sc.commitReplay || sc.errCapture != sc.errReplay {
 			s := c.Sessions[i]
 			res.SessionDiffs = append(res.SessionDiffs, SessionDiff{ID: s.ID, User: s.User, Database: s.Database,

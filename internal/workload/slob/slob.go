@@ -483,3 +483,15 @@ func mix(z uint64) uint64 {
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return z ^ z>>31
 }
+
+// ThinkFlag names --think-time when it is set: a target rate replaces it.
+func (s *Slob) ThinkFlag() string {
+	if s.ThinkMax > 0 {
+		return "think-time"
+	}
+	return ""
+}
+
+// ThinkScale is 0: slob's pauses are its own parameters (think_time),
+// not a specification's times.
+func (s *Slob) ThinkScale() float64 { return 0 }

@@ -1,0 +1,130 @@
+package compare
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// stepRun is a run of a sweep: tps over a 10 s window, the server using
+// cpuPct of 2 CPUs.
+func stepRun(label, param string, value, tps, cpuPct float64) *result.Run {
+	start := time.Unix(1000, 0)
+	cores := cpuPct / 100 * 2
+	r := &result.Run{Label: label, MeasureStart: start, MeasureEnd: start.Add(10 * time.Second),
+		Step:         &result.Step{Param: param, Value: value},
+		Driver:       result.Driver{Users: int(value)},
+		Transactions: []result.Transaction{{Name: "t", Committed: int64(tps * 10)}},
+		OS:           &result.OS{Window: ostat.Rates{IntervalS: 10, NumCPU: 2, ServerCPUCores: &cores}}}
+	return r
+}
+
+func group(label string, runs ...*result.Run) Group {
+	g := Group{Label: label, Runs: runs}
+	for range runs {
+		g.Files = append(g.Files, label+".json")
+	}
+	return g
+}
+
+// Scaling: 1, 2, 4 users at 100, 187, 350 tps normalise to 1, 1.87, 3.5,
+// gain 1.87 then 1.87 per doubling (3.5 = 1.87^2), efficiency 3.5/4.
+func TestSweepScaling(t *testing.T) {
+	a := group("a", stepRun("a", "users", 1, 100, 20), stepRun("a", "users", 2, 187, 38), stepRun("a", "users", 4, 349.69, 70))
+	if p := SweepParam([]Group{a}); p != "users" {
+		t.Fatalf("sweep param %q", p)
+	}
+	s, err := NewSweep([]Group{a}, "users", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Groups[0].Steps
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-3*math.Abs(want) {
+			t.Errorf("%s %.5f, want %.5f", what, got, want)
+		}
+	}
+	near("normalised at 1", st[0].Normalised, 1)
+	near("normalised at 2", st[1].Normalised, 1.87)
+	near("normalised at 4", st[2].Normalised, 3.4969)
+	near("gain 1→2", st[1].Gain, 1.87)
+	near("gain 2→4", st[2].Gain, 1.87)
+	near("gain first to last", s.Groups[0].GainPerDoubling, 1.87)
+	near("efficiency at 4", st[2].Efficiency, 3.4969/4)
+	near("cost at 4 (ms CPU per tx)", st[2].CostMs, 0.70*2/349.69*1000)
+	if s.Groups[0].USL == nil {
+		t.Errorf("no USL fit on 3 steps: %s", s.Groups[0].USLNote)
+	}
+}
+
+// Equal CPU: a reaches 30–70%, b 20–60% at 1.2× a's throughput per CPU;
+// compared at the highest both reached (60%), where a interpolates to
+// 600 and b gives 720: b = 120% of a. With 3 runs a step that vary, the
+// bootstrap interval holds the answer.
+func TestSweepEqualCPU(t *testing.T) {
+	var ra, rb []*result.Run
+	for _, u := range []float64{1, 2, 4} {
+		for _, noise := range []float64{-0.02, 0, 0.02} {
+			ca := map[float64]float64{1: 30, 2: 50, 4: 70}[u] + noise*10
+			cb := map[float64]float64{1: 20, 2: 40, 4: 60}[u] + noise*10
+			ra = append(ra, stepRun("a", "users", u, 10*ca*(1+noise), ca))
+			rb = append(rb, stepRun("b", "users", u, 12*cb*(1-noise), cb))
+		}
+	}
+	s, err := NewSweep([]Group{group("a", ra...), group("b", rb...)}, "users", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(s.EqualAt-60) > 1e-9 {
+		t.Fatalf("compared at %.1f%%, want 60%% (the highest both reached): %s", s.EqualAt, s.EqualNote)
+	}
+	a, b := s.EqualCPU[0], s.EqualCPU[1]
+	if math.Abs(a.TPS-600) > 1e-6 || math.Abs(b.TPS-720) > 1e-6 || math.Abs(b.Ratio-1.2) > 1e-9 {
+		t.Errorf("equal CPU: a %.1f b %.1f ratio %.3f, want 600, 720, 1.2", a.TPS, b.TPS, b.Ratio)
+	}
+	if !(b.Lo < 1.2 && b.Hi > 1.2 && b.Lo > 1.05 && b.Hi < 1.35) {
+		t.Errorf("bootstrap interval [%.3f, %.3f] of a ratio of 1.2 from runs within ±2%%", b.Lo, b.Hi)
+	}
+	// Cost: 60% of 2 CPUs over the throughput, in CPU ms per transaction.
+	if math.Abs(b.CostMs-1.2/720*1000) > 1e-9 {
+		t.Errorf("cost %.4f ms", b.CostMs)
+	}
+	// The steps are paired against the baseline's.
+	if v := s.Groups[1].Steps[0].VsBaseline; v == nil || v.NA != 3 {
+		t.Errorf("step verdict %+v", v)
+	}
+	// A chosen utilisation outside the overlap is refused with the range.
+	s, _ = NewSweep([]Group{group("a", ra...), group("b", rb...)}, "users", 25)
+	if !math.IsNaN(s.EqualAt) || s.EqualNote == "" {
+		t.Errorf("25%% is below a's curve: %+v", s.EqualNote)
+	}
+}
+
+// Rate sweeps have no scaling; cpus sweeps no equal-CPU comparison.
+func TestSweepKinds(t *testing.T) {
+	a := group("a", stepRun("a", "rate", 100, 100, 10), stepRun("a", "rate", 200, 200, 20))
+	s, err := NewSweep([]Group{a}, "rate", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Scaling || !math.IsNaN(s.Groups[0].Steps[1].Normalised) || s.Groups[0].USL != nil {
+		t.Errorf("rate sweep: scaling %v normalised %v usl %v", s.Scaling, s.Groups[0].Steps[1].Normalised, s.Groups[0].USL)
+	}
+	c := group("c", stepRun("c", "cpus", 1, 100, 45), stepRun("c", "cpus", 2, 180, 90))
+	c.Runs[0].Target.CPUs, c.Runs[1].Target.CPUs = []int{1}, []int{0, 1}
+	s, err = NewSweep([]Group{c}, "cpus", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(s.EqualAt) || s.Groups[0].Steps[0].ServerCPUs != "1" || s.Groups[0].Steps[1].ServerCPUs != "0-1" {
+		t.Errorf("cpus sweep: equal at %v, server CPUs %q %q", s.EqualAt, s.Groups[0].Steps[0].ServerCPUs, s.Groups[0].Steps[1].ServerCPUs)
+	}
+	// Utilisation on 1 CPU is a share of that CPU: 0.9 cores used is 90%.
+	if got := s.Groups[0].Steps[0].CPU; math.Abs(got-90) > 1e-9 {
+		t.Errorf("utilisation on 1 CPU %.1f%%, want 90%%", got)
+	}
+}

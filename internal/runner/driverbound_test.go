@@ -1,0 +1,96 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/cpuset"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// pinProcess confines every thread of this process to cpus (threads made
+// later inherit it) and returns the undo.
+func pinProcess(t *testing.T, cpus []int) func() {
+	t.Helper()
+	set := func(cpus []int) {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatalf("list this process's threads: %v", err)
+		}
+		for _, task := range tasks {
+			if tid, err := strconv.Atoi(task.Name()); err == nil {
+				if err := cpuset.Set(tid, cpus); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	all, err := cpuset.Available()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(cpus)
+	return func() { set(all) }
+}
+
+// A driver whose CPU a busy loop also uses is flagged driver-bound in the
+// result, in show, and compare refuses a verdict on it.
+func TestDriverBoundFlagged(t *testing.T) {
+	avail, err := cpuset.Available()
+	if err != nil || len(avail) < 2 {
+		t.Skipf("needs 2 CPUs to pin the driver apart from the server: %v %v", avail, err)
+	}
+	tg, _ := managedServer(t)
+	c, out := common(t, tg)
+	if err := Load(context.Background(), LoadOptions{Common: c}); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	one := []int{avail[0]}
+	// Three busy loops, favoured by the scheduler where this test may
+	// (root), leave the driver a fraction of its CPU, in slices: its
+	// sessions wait for the CPU, which is what the flag is about.
+	for range 3 {
+		busy := exec.Command("sh", "-c", "while :; do :; done")
+		if err := busy.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { busy.Process.Kill(); busy.Wait() }()
+		if err := cpuset.Set(busy.Process.Pid, one); err != nil {
+			t.Fatal(err)
+		}
+		syscall.Setpriority(syscall.PRIO_PROCESS, busy.Process.Pid, -5) // best effort
+	}
+	undo := pinProcess(t, one)
+	path := filepath.Join(t.TempDir(), "bound.json")
+	err = Run(context.Background(), RunOptions{Common: c, Users: 4, Duration: 2 * time.Second, Warmup: 300 * time.Millisecond,
+		Label: "bound", Out: path, Collect: CollectOptions{Off: true}})
+	undo()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Driver
+	t.Logf("driver: %d CPU(s), share %.0f%%, scheduler p99 %.2f ms, wakes late p99 %.2f ms, %.1f µs between transactions; %s",
+		d.CPUs, 100*d.CPUShare, d.SchedP99Ms, d.WakeP99Ms, d.GapUsPerTx, d.BoundReason)
+	if !d.Bound || d.CPUs != 1 {
+		t.Fatalf("a driver sharing one CPU with a busy loop was not flagged: %+v", d)
+	}
+	if !strings.Contains(out.String(), "DRIVER-BOUND") {
+		t.Errorf("show does not flag it:\n%s", out.String())
+	}
+	g := []compare.Group{{Label: "bound", Runs: []*result.Run{r}, Files: []string{path}}}
+	if err := compare.Comparable(g, nil); err == nil || !strings.Contains(err.Error(), "driver-bound") {
+		t.Errorf("compare accepts a driver-bound run: %v", err)
+	}
+}

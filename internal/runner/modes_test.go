@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/workload/orderentry"
+)
+
+// Both execution modes run the same transactions: after a run in each,
+// on one managed server, the consistency conditions hold, the mix is the
+// same, and each mode's round trips are what it promises, counted by the
+// connections themselves: client mode pipelines (more than one statement
+// per round trip, fewer round trips than statements), procedure mode makes
+// one round trip per transaction. compare refuses to set them side by side.
+func TestOrderEntryModes(t *testing.T) {
+	tg, _ := managedServer(t)
+	ctx := context.Background()
+	c, out := common(t, tg)
+	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+		t.Fatalf("load: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	runs := map[string]*result.Run{}
+	var files []string
+	for _, mode := range []string{orderentry.ModeClient, orderentry.ModeProcedures} {
+		c.Workload.(*orderentry.OrderEntry).Mode = mode
+		path := filepath.Join(dir, mode+".json")
+		err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 3 * time.Second, Warmup: 500 * time.Millisecond,
+			Label: mode, Out: path, Collect: CollectOptions{Off: true}})
+		if err != nil {
+			t.Fatalf("run in %s mode: %v\n%s", mode, err, out)
+		}
+		if err := Check(ctx, c); err != nil {
+			t.Fatalf("check after a run in %s mode: %v\n%s", mode, err, out)
+		}
+		r, err := result.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[mode], files = r, append(files, path)
+		s := r.Summarize()
+		t.Logf("%s: %.0f tps, %d statements in %d round trips (%.1f per transaction), driver %.0f µs per transaction",
+			mode, s.TPS, s.Statements, s.RoundTrips, s.RoundTripsPerTx, s.DriverCPUPerTxUs)
+		if got, _ := r.Workload.Params["execution"].(string); !strings.Contains(got, strings.TrimSuffix(mode, "s")) {
+			t.Errorf("%s run records execution %q", mode, got)
+		}
+		if s.RoundTrips == 0 || s.Commits == 0 {
+			t.Fatalf("%s: no round trips counted: %+v", mode, s)
+		}
+	}
+	cl, pr := runs[orderentry.ModeClient].Summarize(), runs[orderentry.ModeProcedures].Summarize()
+	if per := float64(cl.Statements) / float64(cl.RoundTrips); per <= 1.2 {
+		t.Errorf("client mode sent %.2f statements per round trip: not pipelined", per)
+	}
+	// A transaction is one call; a retried or rolled-back one may add a
+	// ROLLBACK.
+	if pr.RoundTripsPerTx < 0.99 || pr.RoundTripsPerTx > 1.1 {
+		t.Errorf("procedure mode took %.2f round trips per transaction, want 1", pr.RoundTripsPerTx)
+	}
+	if cl.RoundTripsPerTx < 3*pr.RoundTripsPerTx {
+		t.Errorf("client mode took %.2f round trips per transaction against procedure mode's %.2f", cl.RoundTripsPerTx, pr.RoundTripsPerTx)
+	}
+	// The same mix, by the same generator: each type's share within 3
+	// points (a few seconds of runs).
+	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
+		a := float64(cl.Transactions[name].Count) / float64(cl.Commits+cl.Rollbacks)
+		b := float64(pr.Transactions[name].Count) / float64(pr.Commits+pr.Rollbacks)
+		if d := a - b; d > 0.03 || d < -0.03 {
+			t.Errorf("%s is %.1f%% of client mode's transactions, %.1f%% of procedure mode's", name, 100*a, 100*b)
+		}
+	}
+	g := []compare.Group{{Label: "client", Runs: []*result.Run{runs[orderentry.ModeClient]}, Files: files[:1]},
+		{Label: "procedures", Runs: []*result.Run{runs[orderentry.ModeProcedures]}, Files: files[1:]}}
+	if err := compare.Comparable(g, []string{"execution"}); err == nil || !strings.Contains(err.Error(), "execution") {
+		t.Errorf("compare accepts runs of both modes: %v", err)
+	}
+}

@@ -1,0 +1,204 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/snapshot"
+	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// recorded is a client's workload as the replay tests need it: the
+// capture, a copy of the data directory as it was before the client ran,
+// and the end state it left.
+type recorded struct {
+	capture, start, end string
+	captureS            float64
+}
+
+// logging are the settings that make a server's log capturable.
+var logging = []string{"logging_collector=on", "log_destination=csvlog", "log_directory=capture-log",
+	"log_min_duration_statement=0", "log_connections=on", "log_disconnections=on", "log_parameter_max_length=-1"}
+
+// record sets up a managed server, copies its starting state, runs the
+// client with statement logging on, snapshots the end state and captures
+// the log.
+func record(t *testing.T, setup, client func(inst *managed.Instance)) recorded {
+	t.Helper()
+	ctx := context.Background()
+	base := managedTarget(t)
+	start := func(dir string, settings ...string) *managed.Instance { return startCluster(t, dir, settings...) }
+	inst := start(base.PGData)
+	setup(inst)
+	inst.Stop()
+	rec := recorded{start: base.PGData + "-start"}
+	if out, err := exec.Command("cp", "-a", base.PGData, rec.start).CombinedOutput(); err != nil {
+		t.Fatalf("copy the starting state: %v\n%s", err, out)
+	}
+	inst = start(base.PGData, logging...)
+	client(inst)
+	rec.end = filepath.Join(t.TempDir(), "end.snap")
+	withConn(t, Target{URL: inst.URL()}, func(c target.Conn) error {
+		s, err := snapshot.Take(ctx, c, inst.URL())
+		if err != nil {
+			return err
+		}
+		return snapshot.Write(rec.end, s)
+	}, "snapshot")
+	inst.Stop()
+	logs, _ := filepath.Glob(filepath.Join(base.PGData, "capture-log", "*.csv"))
+	if len(logs) == 0 {
+		t.Fatal("the server wrote no csvlog")
+	}
+	c, err := capture.Parse(logs, capture.Options{ParamMaxLength: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.captureS = c.End.Sub(c.Start).Seconds()
+	rec.capture = filepath.Join(t.TempDir(), "client.capture")
+	if err := capture.Write(rec.capture, c); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// replayVerified replays rec on a fresh copy of its starting state at
+// speed (0: as fast as possible), verifying the end state; it fails the
+// test if the replay does not end within limit.
+func replayVerified(t *testing.T, rec recorded, speed float64, limit time.Duration) (*result.Run, string) {
+	t.Helper()
+	dir := rec.start + "-replay-" + strings.ReplaceAll(t.Name(), "/", "_")
+	os.RemoveAll(dir)
+	if out, err := exec.Command("cp", "-a", rec.start, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the starting state: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: dir, Settings: []string{"fsync=off", "autovacuum=off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "replay.json")
+	var out bytesBuffer
+	err = Replay(ctx, ReplayOptions{Common: Common{Target: Target{URL: inst.URL()}, Stdout: &out, Stderr: &out},
+		Capture: rec.capture, Speed: speed, Label: "replay", Out: path, Verify: rec.end, Collect: CollectOptions{Off: true}})
+	if err != nil {
+		t.Fatalf("replay: %v (limit %s)\n%s", err, limit, out.String())
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Replay.EndState == nil {
+		t.Fatalf("no end state verified:\n%s", out.String())
+	}
+	return r, out.String()
+}
+
+// pgbench's extended and prepared protocols, replayed at the captured
+// pace: the end state matches (pgbench_history's mtime is the clock's),
+// every transaction commits again, and nothing diverges.
+func TestReplayPgbenchVerified(t *testing.T) {
+	pgbench := pgTool(t, "pgbench")
+	for _, mode := range []string{"extended", "prepared"} {
+		t.Run(mode, func(t *testing.T) {
+			rec := record(t, func(inst *managed.Instance) { client(t, inst, pgbench, "-i", "-q", "-s", "1") },
+				func(inst *managed.Instance) {
+					client(t, inst, pgbench, "-n", "-c", "3", "-j", "1", "-T", "2", "-R", "150", "-M", mode)
+				})
+			r, out := replayVerified(t, rec, 1, 60*time.Second)
+			rp, es := r.Replay, r.Replay.EndState
+			if es.Match+es.ClockOnly != es.Of || es.Of != 4 {
+				t.Errorf("%s\n%s", es.Summary, out)
+			}
+			for _, tb := range es.Tables {
+				if tb.Verdict == snapshot.ClockOnly && (tb.Name != "public.pgbench_history" || strings.Join(tb.Columns, ",") != "mtime") {
+					t.Errorf("table %+v differs in more than pgbench_history's clock column", tb)
+				}
+			}
+			if rp.Divergent() != 0 || rp.ReplayedTransactions != rp.CapturedTransactions || rp.CapturedTransactions < 100 {
+				t.Errorf("divergent %d, transactions %d of %d: %+v", rp.Divergent(), rp.ReplayedTransactions, rp.CapturedTransactions, rp.Outcomes)
+			}
+			t.Logf("pgbench -M %s: %s; capture %.2f s, replay at speed 1 %.2f s; %d transactions; sync released %d",
+				mode, es.Summary, rec.captureS, rp.ReplaySeconds, rp.ReplayedTransactions, len(rp.Releases))
+		})
+	}
+}
+
+// psycopgClient finds python3 with psycopg 3.
+func psycopgClient(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err == nil {
+		err = exec.Command(py, "-c", "import psycopg").Run()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but python3 with psycopg 3 is missing: %v", err)
+		}
+		t.Skipf("python3 with psycopg 3 is missing (pip install \"psycopg[binary]\"): %v", err)
+	}
+	return py
+}
+
+// A psycopg 3 client: typed parameters, savepoints, COPY FROM STDIN, a
+// statement name reused for another text after a Close, and two sessions
+// contending for one row lock. The replay at the captured pace ends;
+// every table matches but the one COPY filled, whose rows the log never
+// held, and the report names that class.
+func TestReplayPsycopg(t *testing.T) {
+	py := psycopgClient(t)
+	script, err := filepath.Abs("testdata/psycopg_client.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, func(inst *managed.Instance) {
+		execSQL(t, Target{URL: inst.URL()}, `CREATE TABLE typed(note text); CREATE TABLE sp(v int); CREATE TABLE copied(v int);
+			CREATE TABLE reused(v text); CREATE TABLE counter(id int PRIMARY KEY, n int); INSERT INTO counter VALUES (1, 0)`)
+	}, func(inst *managed.Instance) {
+		dsn := "host=" + inst.SocketDir + " port=" + strconv.Itoa(inst.Port) + " user=" + inst.User + " dbname=" + inst.Database
+		out, err := exec.Command(py, script, dsn).CombinedOutput()
+		if err != nil {
+			t.Fatalf("psycopg client: %v\n%s", err, out)
+		}
+		t.Logf("client: %s", strings.TrimSpace(string(out)))
+	})
+	r, out := replayVerified(t, rec, 1, 60*time.Second)
+	rp, es := r.Replay, r.Replay.EndState
+	verdict := map[string]string{}
+	for _, tb := range es.Tables {
+		verdict[tb.Name] = tb.Verdict
+	}
+	for name, want := range map[string]string{"public.typed": snapshot.Match, "public.sp": snapshot.Match,
+		"public.reused": snapshot.Match, "public.counter": snapshot.Match, "public.copied": snapshot.Differs} {
+		if verdict[name] != want {
+			t.Errorf("%s: %s, want %s (%s)\n%s", name, verdict[name], want, es.Summary, out)
+		}
+	}
+	kinds := map[string]int64{}
+	for _, o := range rp.Outcomes {
+		kinds[o.Kind] += o.Count
+	}
+	if kinds["data not in the log"] != 1 || kinds["new error"] != 0 || kinds["vanished error"] != 0 {
+		t.Errorf("outcomes %+v", rp.Outcomes)
+	}
+	if rp.Typing == nil || rp.Typing.Texts < 2 {
+		t.Errorf("typing %+v: the typed statements were not typed", rp.Typing)
+	}
+	if rp.ReplayedTransactions != rp.CapturedTransactions {
+		t.Errorf("transactions captured %d, replayed %d", rp.CapturedTransactions, rp.ReplayedTransactions)
+	}
+	t.Logf("psycopg: %s; capture %.2f s, replay at speed 1 %.2f s; typed %+v; outcomes %+v",
+		es.Summary, rec.captureS, rp.ReplaySeconds, *rp.Typing, rp.Outcomes)
+}

@@ -1,0 +1,192 @@
+package replay
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/target"
+)
+
+// lockServer is a server with one row lock. Released, it goes to the
+// waiter named prefer if there is one (as a server may grant a lock to
+// another waiter than in the capture), else to the first.
+type lockServer struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	holder  uint32
+	waiting []*lockConn
+	prefer  string
+	calls   []string
+}
+
+func newLockServer() *lockServer {
+	s := &lockServer{}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+type lockConn struct {
+	s    *lockServer
+	pid  uint32
+	name string
+}
+
+func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, sql)
+	switch {
+	case strings.HasPrefix(sql, "UPDATE"):
+		if s.holder == 0 || s.holder == c.pid {
+			s.holder = c.pid
+			return "UPDATE 1", nil
+		}
+		s.waiting = append(s.waiting, c)
+		for s.holder != c.pid {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			s.cond.Wait()
+		}
+		return "UPDATE 1", nil
+	case sql == "COMMIT":
+		if s.holder == c.pid {
+			s.holder = 0
+			if len(s.waiting) > 0 {
+				k := 0
+				for i, w := range s.waiting {
+					if w.name == s.prefer {
+						k = i
+					}
+				}
+				s.holder = s.waiting[k].pid
+				s.waiting = append(s.waiting[:k], s.waiting[k+1:]...)
+			}
+			s.cond.Broadcast()
+		}
+		return "COMMIT", nil
+	}
+	return "OK", nil
+}
+
+func (c *lockConn) Extended(ctx context.Context, sql string, _ []*string, _ []uint32) (string, error) {
+	return c.Simple(ctx, sql)
+}
+func (c *lockConn) Prepared(ctx context.Context, _, sql string, _ []*string, _ []uint32) (string, error) {
+	return c.Simple(ctx, sql)
+}
+func (c *lockConn) CopyIn(ctx context.Context, sql string) (string, error) { return c.Simple(ctx, sql) }
+func (c *lockConn) Describe(context.Context, string, []uint32) ([]uint32, error) {
+	return nil, nil
+}
+func (c *lockConn) PID() uint32 { return c.pid }
+func (c *lockConn) Blockers(_ context.Context, pids []uint32) (map[uint32][]uint32, error) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	out := map[uint32][]uint32{}
+	for _, p := range pids {
+		for _, w := range c.s.waiting {
+			if w.pid == p && c.s.holder != 0 {
+				out[p] = []uint32{c.s.holder}
+			}
+		}
+	}
+	return out, nil
+}
+func (c *lockConn) Close() error { return nil }
+
+// lockConnector opens connections to srv named by the session's
+// application, numbered from 101.
+func lockConnector(srv *lockServer) func(context.Context, string, string, string) (target.ReplayConn, error) {
+	var next uint32
+	var mu sync.Mutex
+	return func(_ context.Context, _, _, app string) (target.ReplayConn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		next++
+		return &lockConn{s: srv, pid: 100 + next, name: app}, nil
+	}
+}
+
+// The capture: a holds the row; b and c wait for it; a commits, the server
+// gives the row to b, b commits, then c gets it and commits. In the
+// replay the server gives the row to c first: c's COMMIT waits (by the
+// capture) for b's COMMIT, and b waits (at the server) for c's lock. The
+// monitor sees the cycle within a second and lets c's COMMIT go; the
+// replay ends.
+func TestSyncLockCycleBroken(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := func(at, dur, text int) capture.Statement {
+		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text}
+	}
+	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(200)),
+		Texts: []string{"BEGIN", "UPDATE r", "COMMIT"},
+		Sessions: []capture.Session{
+			{ID: "a", Application: "a", Start: 0, End: ms(200), Statements: []capture.Statement{st(0, 1, 0), st(10, 1, 1), st(100, 1, 2)}},
+			{ID: "b", Application: "b", Start: 0, End: ms(200), Statements: []capture.Statement{st(15, 1, 0), st(20, 81, 1), st(110, 1, 2)}},
+			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(16, 1, 0), st(25, 87, 1), st(120, 1, 2)}},
+		}}
+	srv := newLockServer()
+	srv.prefer = "c"
+	connect := lockConnector(srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := Run(ctx, Options{Capture: c, Connect: connect})
+	if err != nil {
+		t.Fatalf("the replay did not end: %v (calls %v)", err, srv.calls)
+	}
+	took := time.Since(start)
+	if len(r.Releases) != 1 || took > 3*time.Second {
+		t.Fatalf("releases %+v after %v, calls %v", r.Releases, took, srv.calls)
+	}
+	rel := r.Releases[0]
+	if rel.Session != 2 || rel.Statement != 2 || rel.Waited > 1500*time.Millisecond || !strings.Contains(rel.Cycle, "lock") {
+		t.Errorf("release %+v, want session 2's COMMIT let go within a second", rel)
+	}
+	if r.Replayed != 9 || r.Errors != 0 {
+		t.Errorf("replayed %d, errors %d", r.Replayed, r.Errors)
+	}
+	t.Logf("cycle broken in %v: %s", rel.Waited, rel.Cycle)
+}
+
+// A statement that runs past the stall timeout is reported, with what it
+// waits for; Ctrl-C ends the replay within the statement's cancellation.
+func TestStallReportedAndStop(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(50)),
+		Texts: []string{"BEGIN", "UPDATE r"},
+		Sessions: []capture.Session{
+			{ID: "a", Start: 0, End: ms(50), Statements: []capture.Statement{{Text: 0}, {Offset: ms(1), Text: 1}}},
+			{ID: "b", Start: 0, End: ms(50), Statements: []capture.Statement{{Offset: ms(2), Text: 0}, {Offset: ms(3), Text: 1}}},
+		}}
+	srv := newLockServer()
+	connect := lockConnector(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	go func() {
+		// The server side of a cancel: wake the waiter so it sees its context.
+		<-ctx.Done()
+		srv.mu.Lock()
+		srv.cond.Broadcast()
+		srv.mu.Unlock()
+	}()
+	start := time.Now()
+	r, err := Run(ctx, Options{Capture: c, Connect: connect, StallTimeout: 500 * time.Millisecond})
+	if err == nil || r == nil || !r.Partial {
+		t.Fatalf("err %v, result %+v", err, r)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("stopped %v after the start, 1.5 s after which it was interrupted", d)
+	}
+	if len(r.Stalls) != 1 || r.Stalls[0].What != "statement" || !strings.Contains(r.Stalls[0].Waiting, "a lock held by backend") {
+		t.Errorf("stalls %+v", r.Stalls)
+	}
+}
