@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,25 @@ func main() {
 	os.Exit(realMain(os.Args[1:]))
 }
 
+// profileCPU writes a CPU profile of the command to $DBPARITY_CPUPROFILE
+// when it is set (for the developers: go tool pprof reads it), and
+// returns what stops it.
+func profileCPU() func() {
+	path := os.Getenv("DBPARITY_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dbparity: DBPARITY_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
 func realMain(args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
@@ -94,6 +114,7 @@ func realMain(args []string) int {
 	}
 	ctx, stop := interruptible()
 	defer stop()
+	defer profileCPU()()
 	err := cmd.run(ctx, args[1:])
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK

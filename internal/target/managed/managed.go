@@ -43,6 +43,9 @@ type Options struct {
 	Settings []string  // "name=value" (--pg-set), applied last
 	ConfFile string    // file of postgresql.conf lines (--pg-conf), applied before Settings
 	Log      io.Writer // one-line progress messages; may be nil
+	// Loopback also listens on 127.0.0.1 at Port, for clients that cannot
+	// use a unix socket (JDBC); trust authentication, as on the socket.
+	Loopback bool
 }
 
 // Instance is a running cluster.
@@ -56,6 +59,7 @@ type Instance struct {
 	Version            string // from postgres --version, e.g. "15.18"
 	Settings           map[string]string
 	CPUs               []int // the CPUs the server is confined to (SetCPUs); nil: not confined
+	Loopback           bool  // also listens on 127.0.0.1:Port (Options.Loopback)
 
 	bin       string
 	cred      *syscall.Credential // nil: run as ourselves
@@ -85,7 +89,7 @@ func Start(ctx context.Context, o Options) (_ *Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &Instance{User: superuser, Database: database, log: o.Log}
+	i := &Instance{User: superuser, Database: database, log: o.Log, Loopback: o.Loopback}
 	if err := i.locate(ctx, o); err != nil {
 		return nil, err
 	}

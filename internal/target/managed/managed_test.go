@@ -2,6 +2,7 @@ package managed
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -420,5 +421,27 @@ func TestQuoteRoundTrip(t *testing.T) {
 		if err != nil || rest != "" || got != v {
 			t.Errorf("unquote(quote(%q)) = %q, %q, %v", v, got, rest, err)
 		}
+	}
+}
+
+// Loopback adds 127.0.0.1 to the socket, on the same port; without it the
+// server is not on TCP at all.
+func TestLoopback(t *testing.T) {
+	needPostgres(t)
+	inst := start(t, Options{DataDir: filepath.Join(clusterDir(t), "pg"), Loopback: true})
+	tcp := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s", inst.User, inst.Port, inst.Database)
+	c, err := pgx.Connect(context.Background(), tcp)
+	if err != nil {
+		t.Fatalf("connect on loopback: %v", err)
+	}
+	c.Close(context.Background())
+	if got := show(t, connect(t, inst), "listen_addresses"); got != "127.0.0.1" {
+		t.Errorf("listen_addresses %q", got)
+	}
+	plain := start(t, Options{DataDir: filepath.Join(clusterDir(t), "pg")})
+	tcp = fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?connect_timeout=2", plain.User, plain.Port, plain.Database)
+	if c, err := pgx.Connect(context.Background(), tcp); err == nil {
+		c.Close(context.Background())
+		t.Error("a server started without Loopback accepts TCP connections")
 	}
 }

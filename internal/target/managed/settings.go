@@ -193,8 +193,12 @@ func (i *Instance) writeProfile(wanted []setting) error {
 		return err
 	}
 	i.Port = port
+	listen := ""
+	if i.Loopback {
+		listen = "127.0.0.1"
+	}
 	all := append([]setting{
-		{"listen_addresses", ""},
+		{"listen_addresses", listen},
 		{"unix_socket_directories", i.SocketDir},
 		{"port", strconv.Itoa(port)},
 		{"max_connections", "300"},
@@ -218,9 +222,10 @@ func (i *Instance) writeProfile(wanted []setting) error {
 
 const profileFile = "dbparity.conf"
 
-// freePort picks a loopback TCP port nobody listens on. The server never
-// listens on TCP, but the port also names its socket file and keys its
-// shared memory, so another server on the same number is what to avoid.
+// freePort picks a loopback TCP port nobody listens on. The server listens
+// on TCP only with Options.Loopback, but the port also names its socket
+// file and keys its shared memory, so another server on the same number
+// is what to avoid.
 func freePort(socketDir string) (int, error) {
 	for range 20 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -210,7 +210,7 @@ func (w *worker) runProcedure(ctx context.Context, c target.Conn) (workload.Outc
 			return workload.Outcome{Rollback: true}, nil
 		}
 	case txPayment:
-		err = c.QueryRow(ctx, callPayment, w.w, w.d, w.cw, w.cd, w.c, last, w.amount, now).Scan(&r)
+		err = c.QueryRow(ctx, callPayment, w.w, w.d, w.cw, w.cd, w.c, last, w.amountArg, now).Scan(&r)
 	case txOrderStatus:
 		err = c.QueryRow(ctx, callOrderStatus, w.w, w.d, w.c, last).Scan(&r)
 	case txDelivery:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/target"
@@ -110,6 +111,7 @@ type worker struct {
 	rollback        bool
 	allLocal        int
 	amount          float64
+	amountArg       string // amount as the statements take it (decimal)
 	carrier         int
 	threshold       int
 
@@ -302,6 +304,7 @@ func (w *worker) draw() {
 		}
 		w.customer()
 		w.amount = g.money(1, 5000)
+		w.amountArg = decimal(w.amount)
 	case txOrderStatus: // clause 2.6.1
 		w.customer()
 	case txDelivery: // clause 2.7.1
@@ -347,6 +350,11 @@ func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, erro
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// decimal is an amount as the statements take it: text with two decimals,
+// which the server reads into its numeric column as it would the float,
+// at a fraction of the client's cost of encoding a float as numeric.
+func decimal(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 
 // errNoRow is a statement that found no row where one must be.
 func errNoRow(what string) error { return fmt.Errorf("%s: %w", what, target.ErrNoRows) }
@@ -415,7 +423,7 @@ func (w *worker) newOrder(ctx context.Context, c target.Conn) (rollback bool, er
 		l := w.lines[i]
 		amount := round2(float64(l.qty) * x.price[k])
 		total += amount
-		b.Exec(s.noLine, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, amount, x.dist[k])
+		b.Exec(s.noLine, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, decimal(amount), x.dist[k])
 	}
 	if err := w.send(ctx, c, "new_order insert order_line"); err != nil {
 		return false, err
@@ -450,8 +458,8 @@ func (w *worker) payment(ctx context.Context, c target.Conn) error {
 	s, b, x := w.s, &w.b, &w.x
 	b.Reset()
 	b.Begin(target.ReadWrite)
-	wh := b.QueryRow(s.payWarehouse, x.payWh[:], w.w, w.amount)
-	di := b.QueryRow(s.payDistrict, x.payDi[:], w.w, w.d, w.amount)
+	wh := b.QueryRow(s.payWarehouse, x.payWh[:], w.w, w.amountArg)
+	di := b.QueryRow(s.payDistrict, x.payDi[:], w.w, w.d, w.amountArg)
 	w.ids = w.ids[:0]
 	if w.byName != "" {
 		b.Query(s.payByName, w.collectIDFn, w.cw, w.cd, w.byName)
@@ -470,7 +478,7 @@ func (w *worker) payment(ctx context.Context, c target.Conn) error {
 		}
 	}
 	b.Reset()
-	cu := b.QueryRow(s.payCustomer, x.payCu[:], w.cw, w.cd, cid, w.amount)
+	cu := b.QueryRow(s.payCustomer, x.payCu[:], w.cw, w.cd, cid, w.amountArg)
 	if err := w.send(ctx, c, "payment customer"); err != nil {
 		return err
 	}
@@ -482,7 +490,7 @@ func (w *worker) payment(ctx context.Context, c target.Conn) error {
 		info := fmt.Sprintf("%d %d %d %d %d %.2f | ", cid, w.cd, w.cw, w.d, w.w, w.amount)
 		b.Exec(s.payCData, w.cw, w.cd, cid, info)
 	}
-	b.Exec(s.payHistory, cid, w.cd, w.cw, w.d, w.w, time.Now().UTC(), w.amount, x.strs[0]+"    "+x.strs[6])
+	b.Exec(s.payHistory, cid, w.cd, w.cw, w.d, w.w, time.Now().UTC(), w.amountArg, x.strs[0]+"    "+x.strs[6])
 	return w.send(ctx, c, "payment history")
 }
 
@@ -560,7 +568,7 @@ func (w *worker) delivery(ctx context.Context, c target.Conn) error {
 	}
 	b.Reset()
 	for _, d := range found {
-		b.Exec(s.dlCustomer, w.w, d+1, x.dlCids[d], round2(x.dlSum[d]))
+		b.Exec(s.dlCustomer, w.w, d+1, x.dlCids[d], decimal(x.dlSum[d]))
 	}
 	return w.send(ctx, c, "delivery customer")
 }

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report prints the table, dbparity's ratios to each peer and the targets
+// of issue 16.
+func (b *bench) report(drivers []driver, skipped []string, samples map[string][]sample, loads map[string]time.Duration) {
+	o := b.o
+	fmt.Printf("\npeers, %s: %d warehouses, %d sessions, %d interleaved rounds of %s windows after %s, PostgreSQL %s over loopback TCP, %d cores\n\n",
+		time.Now().Format("2006-01-02"), o.warehouses, o.users, o.rounds, o.duration, o.warmup, b.inst.Version, runtime.NumCPU())
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "driver (medians)\tkind\ttransactions/s\tclient CPU µs/tx\twrites/tx (round trips)\tserver CPU µs/tx\t")
+	med := func(name string, f func(sample) float64) float64 {
+		var v []float64
+		for _, s := range samples[name] {
+			v = append(v, f(s))
+		}
+		return median(v)
+	}
+	for _, d := range drivers {
+		writes := fmt.Sprintf("%.1f", med(d.name, sample.writesPerTx))
+		if med(d.name, sample.writesPerTx) == 0 {
+			writes = "n/a (send)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%.0f\t\n", d.name, d.kind, med(d.name, sample.tps), med(d.name, sample.clientPerTx),
+			writes, med(d.name, sample.serverPerTx))
+	}
+	tw.Flush()
+	fmt.Println("  writes: the client's write system calls per transaction, a round trip at least one; libpq sends with send(),")
+	fmt.Println("  which /proc/PID/io does not count (pgbench's tpcb-like script makes 7 round trips a transaction)")
+	for _, s := range skipped {
+		fmt.Printf("  (%s)\n", s)
+	}
+
+	// Ratios, round by round: the rounds pair the drivers.
+	ratio := func(a, p string, f func(sample) float64) float64 {
+		var v []float64
+		for r := range min(len(samples[a]), len(samples[p])) {
+			v = append(v, f(samples[a][r])/f(samples[p][r]))
+		}
+		return median(v)
+	}
+	fmt.Println("\ndbparity against each driver (median of the rounds' ratios)")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tagainst\ttransactions/s\tclient CPU per transaction\t")
+	for _, mode := range []string{"dbparity client", "dbparity procedures"} {
+		for _, d := range drivers {
+			if strings.HasPrefix(d.name, "dbparity") {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.2fx\t%.2fx\t\n", mode, d.name, ratio(mode, d.name, sample.tps), ratio(mode, d.name, sample.clientPerTx))
+		}
+	}
+	tw.Flush()
+
+	fmt.Printf("\nload of %d warehouses (pgbench: scale %d)\n", o.warehouses, o.pgbenchScale)
+	var fastestPeer time.Duration
+	for _, d := range drivers {
+		if l, ok := loads[d.name]; ok {
+			fmt.Printf("  %-24s %6.1f s\n", d.name, l.Seconds())
+			if d.kind != kindFloor && !strings.HasPrefix(d.name, "dbparity") && (fastestPeer == 0 || l < fastestPeer) {
+				fastestPeer = l
+			}
+		}
+	}
+
+	fmt.Println("\ntargets (issue 16)")
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	cl, pr := med("dbparity client", sample.clientPerTx), med("dbparity procedures", sample.clientPerTx)
+	best, bestName := 0.0, ""
+	for _, d := range drivers {
+		if d.kind == kindClient && !strings.HasPrefix(d.name, "dbparity") {
+			if c := med(d.name, sample.clientPerTx); bestName == "" || c < best {
+				best, bestName = c, d.name
+			}
+		}
+	}
+	if bestName == "" {
+		fmt.Println("  client mode's CPU against the best client-SQL peer: no client-SQL peer ran")
+	} else {
+		fmt.Printf("  client mode's client CPU %.0f µs/tx ≤ 0.5 × %s's %.0f µs: %s (%.2fx)\n", cl, bestName, best, verdict(cl <= 0.5*best), cl/best)
+	}
+	fmt.Printf("  procedure mode's client CPU %.0f µs/tx ≤ HammerDB's: HammerDB did not run\n", pr)
+	for _, d := range drivers {
+		if d.kind == kindClient && !strings.HasPrefix(d.name, "dbparity") {
+			r := ratio("dbparity client", d.name, sample.tps)
+			fmt.Printf("  client mode's transactions/s ≥ %s's: %s (%.2fx)\n", d.name, verdict(r >= 1), r)
+		}
+	}
+	if l, ok := loads["dbparity client"]; ok {
+		fmt.Printf("  load ≤ 7.4 s: %s (%.1f s)", verdict(l <= 7400*time.Millisecond), l.Seconds())
+		if fastestPeer > 0 {
+			fmt.Printf("; ≤ 0.5 × the fastest peer's %.1f s: %s (%.2fx)", fastestPeer.Seconds(), verdict(l <= fastestPeer/2), l.Seconds()/fastestPeer.Seconds())
+		}
+		fmt.Println()
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if n := len(v); n%2 == 1 {
+		return v[n/2]
+	} else {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+}
+
+// treeCPU is the CPU time of the postmaster, of its live children and of
+// the children it has reaped (cutime, cstime), from /proc.
+func treeCPU(postmaster int) time.Duration {
+	total := procCPU(postmaster, true)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == postmaster {
+			continue
+		}
+		if f := procStat(pid); len(f) > 2 && f[1] == strconv.Itoa(postmaster) {
+			total += procCPU(pid, false)
+		}
+	}
+	return total
+}
+
+const clockTicks = 100 // USER_HZ on Linux
+
+// procStat returns the fields of /proc/PID/stat after the command name,
+// starting with the state (field 3), so f[1] is the parent PID.
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// procCPU is a process's user and system CPU, all its threads, with its
+// reaped children's when asked.
+func procCPU(pid int, withChildren bool) time.Duration {
+	f := procStat(pid)
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks int64
+	last := 12 // utime, stime are fields 14, 15: f[11], f[12]
+	if withChildren {
+		last = 14 // cutime, cstime: f[13], f[14]
+	}
+	for k := 11; k <= last; k++ {
+		n, _ := strconv.ParseInt(f[k], 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// procWrites is the write system calls a process made (/proc/PID/io
+// syscw), all its threads.
+func procWrites(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "syscw: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
