@@ -13,7 +13,11 @@
 // /proc/PID/stat, its write system calls from /proc/PID/io (a round trip
 // is at least one write; pipelined statements share one), the server's
 // transactions from pg_stat_database and its CPU from /proc, over the
-// same window: after -warmup, for -duration. Absolute figures drift on
+// same window: after -warmup, for -duration. A TPC-C-like driver's own
+// transactions are counted from its committed New-Orders (its orders
+// table's new rows) over their share of the mix; the server's count is
+// shown beside them (go-tpc makes two server transactions for each of
+// its own). Absolute figures drift on
 // shared machines: read the ratios, which come from the same rounds.
 //
 // Peers are found so:
@@ -76,6 +80,9 @@ type driver struct {
 	name string
 	kind string // kindClient, kindProcedures or kindFloor
 	db   string
+	// orders is the table a New-Order adds a row to ("" for pgbench): its
+	// rows, counted exactly, check each driver's transaction count.
+	orders string
 	// load fills db; nil when another driver's load does (dbparity's two
 	// modes share theirs).
 	load func(ctx context.Context) *exec.Cmd
@@ -154,8 +161,8 @@ func run(o options) error {
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, d.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-22s %7.0f tps  client %6.0f µs/tx  %5.1f writes/tx  server %6.0f µs/tx\n",
-				r, d.name, s.tps(), s.clientPerTx(), s.writesPerTx(), s.serverPerTx())
+			fmt.Fprintf(os.Stderr, "round %d %-26s %7.0f tps  client %6.0f µs/tx  %5.1f writes/tx  server %6.0f µs/tx  %.2f server transactions/tx\n",
+				r, d.name, s.tps(), s.clientPerTx(), s.writesPerTx(), s.serverPerTx(), s.serverPerDriverTx())
 			samples[d.name] = append(samples[d.name], s)
 		}
 	}
@@ -172,23 +179,24 @@ func (b *bench) drivers(bin string) (ds []driver, skipped []string) {
 	o := b.o
 	port := strconv.Itoa(b.inst.Port)
 	oe := b.url("orderentry")
-	dbp := func(mode string) driver {
-		d := driver{name: "dbparity " + mode, db: "orderentry", kind: kindClient,
+	dbp := func(mode string, extra ...string) driver {
+		name := strings.Join(append([]string{"dbparity", mode}, extra...), " ")
+		d := driver{name: name, db: "orderentry", orders: "orders", kind: kindClient,
 			run: func(ctx context.Context, d time.Duration) *exec.Cmd {
-				return exec.CommandContext(ctx, bin, "run", "--target", oe, "--users", strconv.Itoa(o.users),
+				return exec.CommandContext(ctx, bin, append([]string{"run", "--target", oe, "--users", strconv.Itoa(o.users),
 					"--duration", d.String(), "--warmup", "0s", "--mode", mode, "--no-collect", "--force",
-					"--out", filepath.Join(b.dir, "run-"+mode+".json"))
+					"--out", filepath.Join(b.dir, "run.json")}, extra...)...)
 			}}
 		if mode == "procedures" {
 			d.kind = kindProcedures
-		} else {
+		} else if len(extra) == 0 {
 			d.load = func(ctx context.Context) *exec.Cmd {
 				return exec.CommandContext(ctx, bin, "load", "--target", oe, "--warehouses", strconv.Itoa(o.warehouses))
 			}
 		}
 		return d
 	}
-	ds = append(ds, dbp("client"), dbp("procedures"))
+	ds = append(ds, dbp("client"), dbp("client", "--compact"), dbp("procedures"))
 
 	pgbench, err := find("PGBENCH", "pgbench")
 	if err != nil {
@@ -209,7 +217,7 @@ func (b *bench) drivers(bin string) (ds []driver, skipped []string) {
 	} else {
 		common := []string{"tpcc", "-d", "postgres", "-H", "127.0.0.1", "-P", port, "-U", b.inst.User, "-D", "gotpc",
 			"--conn-params", "sslmode=disable", "--warehouses", strconv.Itoa(o.warehouses)}
-		ds = append(ds, driver{name: "go-tpc tpcc", kind: kindClient, db: "gotpc",
+		ds = append(ds, driver{name: "go-tpc tpcc", kind: kindClient, db: "gotpc", orders: "orders",
 			load: func(ctx context.Context) *exec.Cmd {
 				return exec.CommandContext(ctx, gotpc, append(slices.Insert(slices.Clone(common), 1, "prepare"), "-T", "2")...)
 			},
@@ -233,7 +241,7 @@ func (b *bench) drivers(bin string) (ds []driver, skipped []string) {
 			cmd.Dir = bb
 			return cmd
 		}
-		ds = append(ds, driver{name: "BenchBase tpcc", kind: kindClient, db: "benchbase",
+		ds = append(ds, driver{name: "BenchBase tpcc", kind: kindClient, db: "benchbase", orders: "oorder",
 			load: func(ctx context.Context) *exec.Cmd {
 				return java(ctx, cfg(time.Minute), "--create=true", "--load=true")
 			},
@@ -310,12 +318,28 @@ type point struct {
 	writes    int64 // the client's write system calls
 	serverCPU time.Duration
 	xacts     int64 // the database's commits and rollbacks
+	orders    int64 // rows of the driver's orders table: New-Orders committed
 }
 
 // sample is a run's window: the difference of two points.
 type sample struct{ a, b point }
 
-func (s sample) txs() float64 { return float64(s.b.xacts - s.a.xacts) }
+// txs is the driver's transactions in the window: for a TPC-C-like
+// driver its committed New-Orders (rows of its orders table) over their
+// share of the mix, 45% less the 1% rolled back; for pgbench the server's
+// transactions. A driver may make more server transactions than its own
+// (go-tpc on PostgreSQL makes two): newOrderShare shows it.
+func (s sample) txs() float64 {
+	if n := s.b.orders - s.a.orders; n > 0 {
+		return float64(n) / newOrderShare
+	}
+	return float64(s.b.xacts - s.a.xacts)
+}
+
+// newOrderShare is New-Order's share of the committed and rolled-back
+// transactions of the standard mix.
+const newOrderShare = 0.45 * 0.99
+
 func (s sample) tps() float64 { return s.txs() / s.b.at.Sub(s.a.at).Seconds() }
 func (s sample) clientPerTx() float64 {
 	return float64((s.b.clientCPU - s.a.clientCPU).Microseconds()) / s.txs()
@@ -324,6 +348,10 @@ func (s sample) serverPerTx() float64 {
 	return float64((s.b.serverCPU - s.a.serverCPU).Microseconds()) / s.txs()
 }
 func (s sample) writesPerTx() float64 { return float64(s.b.writes-s.a.writes) / s.txs() }
+
+// serverPerDriverTx is how many transactions the server counted for each
+// of the driver's.
+func (s sample) serverPerDriverTx() float64 { return float64(s.b.xacts-s.a.xacts) / s.txs() }
 
 // measure runs d for warm-up + window + a margin and reads the window.
 func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
@@ -336,10 +364,24 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	pid := cmd.Process.Pid
+	var orders *pgx.Conn
+	if d.orders != "" {
+		c, err := pgx.Connect(ctx, b.url(d.db))
+		if err != nil {
+			cmd.Process.Kill()
+			<-done
+			return sample{}, err
+		}
+		defer c.Close(ctx)
+		orders = c
+	}
 	read := func() (point, error) {
 		p := point{at: time.Now(), serverCPU: treeCPU(b.inst.PID)}
 		p.clientCPU, p.writes = procCPU(pid, false), procWrites(pid)
 		err := b.admin.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", d.db).Scan(&p.xacts)
+		if err == nil && orders != nil {
+			err = orders.QueryRow(ctx, "SELECT count(*) FROM "+d.orders).Scan(&p.orders)
+		}
 		return p, err
 	}
 	var s sample

@@ -17,7 +17,9 @@ import (
 // same, and each mode's round trips are what it promises, counted by the
 // connections themselves: client mode pipelines (more than one statement
 // per round trip, fewer round trips than statements), procedure mode makes
-// one round trip per transaction. compare refuses to set them side by side.
+// one round trip per transaction. So does client mode with --compact
+// New-Order, with fewer statements. compare refuses to set them side by
+// side.
 func TestOrderEntryModes(t *testing.T) {
 	tg, _ := managedServer(t)
 	ctx := context.Background()
@@ -28,8 +30,12 @@ func TestOrderEntryModes(t *testing.T) {
 	dir := t.TempDir()
 	runs := map[string]*result.Run{}
 	var files []string
-	for _, mode := range []string{orderentry.ModeClient, orderentry.ModeProcedures} {
-		c.Workload.(*orderentry.OrderEntry).Mode = mode
+	for _, mode := range []string{orderentry.ModeClient, orderentry.ModeProcedures, "compact"} {
+		oe := c.Workload.(*orderentry.OrderEntry)
+		oe.Mode, oe.Compact = mode, mode == "compact"
+		if oe.Compact {
+			oe.Mode = orderentry.ModeClient
+		}
 		path := filepath.Join(dir, mode+".json")
 		err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 3 * time.Second, Warmup: 500 * time.Millisecond,
 			Label: mode, Out: path, Collect: CollectOptions{Off: true}})
@@ -54,7 +60,12 @@ func TestOrderEntryModes(t *testing.T) {
 			t.Fatalf("%s: no round trips counted: %+v", mode, s)
 		}
 	}
-	cl, pr := runs[orderentry.ModeClient].Summarize(), runs[orderentry.ModeProcedures].Summarize()
+	cl, pr, co := runs[orderentry.ModeClient].Summarize(), runs[orderentry.ModeProcedures].Summarize(), runs["compact"].Summarize()
+	// Compact New-Order: an order of n lines sends 2n - 2 statements fewer
+	// (n ≥ 5); New-Orders are 45% of the mix.
+	if perCl, perCo := float64(cl.Statements)/float64(cl.Commits+cl.Rollbacks), float64(co.Statements)/float64(co.Commits+co.Rollbacks); perCo > perCl-0.45*8 {
+		t.Errorf("compact New-Order: %.1f statements per transaction against %.1f", perCo, perCl)
+	}
 	if per := float64(cl.Statements) / float64(cl.RoundTrips); per <= 1.2 {
 		t.Errorf("client mode sent %.2f statements per round trip: not pipelined", per)
 	}
@@ -70,10 +81,25 @@ func TestOrderEntryModes(t *testing.T) {
 	// points (a few seconds of runs).
 	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
 		a := float64(cl.Transactions[name].Count) / float64(cl.Commits+cl.Rollbacks)
-		b := float64(pr.Transactions[name].Count) / float64(pr.Commits+pr.Rollbacks)
-		if d := a - b; d > 0.03 || d < -0.03 {
-			t.Errorf("%s is %.1f%% of client mode's transactions, %.1f%% of procedure mode's", name, 100*a, 100*b)
+		for other, s := range map[string]result.Summary{"procedure": pr, "compact": co} {
+			b := float64(s.Transactions[name].Count) / float64(s.Commits+s.Rollbacks)
+			if d := a - b; d > 0.03 || d < -0.03 {
+				t.Errorf("%s is %.1f%% of client mode's transactions, %.1f%% of %s mode's", name, 100*a, 100*b, other)
+			}
 		}
+	}
+	// --compact on SQLite: the same statements, checked the same way.
+	sq, sqOut := common(t, Target{URL: "sqlite://" + filepath.Join(dir, "oe.db")})
+	sq.Workload.(*orderentry.OrderEntry).Compact = true
+	if err := Load(ctx, LoadOptions{Common: sq}); err != nil {
+		t.Fatalf("load sqlite: %v\n%s", err, sqOut)
+	}
+	if err := Run(ctx, RunOptions{Common: sq, Users: 2, Duration: 2 * time.Second, Label: "sqlite", Out: filepath.Join(dir, "sqlite.json"),
+		Collect: CollectOptions{Off: true}}); err != nil {
+		t.Fatalf("run sqlite --compact: %v\n%s", err, sqOut)
+	}
+	if err := Check(ctx, sq); err != nil {
+		t.Fatalf("check after a --compact run on SQLite: %v\n%s", err, sqOut)
 	}
 	g := []compare.Group{{Label: "client", Runs: []*result.Run{runs[orderentry.ModeClient]}, Files: files[:1]},
 		{Label: "procedures", Runs: []*result.Run{runs[orderentry.ModeProcedures]}, Files: files[1:]}}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/target"
@@ -16,6 +17,9 @@ import (
 type statements struct {
 	noCustomer, noDistrict, noOrder, noNewOrder, noItem, noLine string
 	noStock                                                     [districtsPerWH]string
+	// Compact New-Order (--compact): the items of n lines in one SELECT,
+	// the n lines in one INSERT; index n.
+	noItems, noLines [maxLines + 1]string
 
 	payWarehouse, payDistrict, payByName, payCustomer, payCData, payHistory string
 
@@ -78,8 +82,25 @@ func newStatements(d target.Dialect) *statements {
 			" s_order_cnt = s_order_cnt + 1, s_remote_cnt = s_remote_cnt + $4"+
 			" WHERE s_w_id = $1 AND s_i_id = $2 RETURNING s_dist_%02d, s_data", i+1)
 	}
+	for n := 1; n <= maxLines; n++ {
+		var in, rows []string
+		for k := range n {
+			in = append(in, fmt.Sprintf("$%d", k+1))
+			var r []string
+			for j := range 9 {
+				r = append(r, fmt.Sprintf("$%d", 9*k+j+1))
+			}
+			rows = append(rows, "("+strings.Join(r, ", ")+")")
+		}
+		s.noItems[n] = "SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN (" + strings.Join(in, ", ") + ")"
+		s.noLines[n] = "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id," +
+			" ol_quantity, ol_amount, ol_dist_info) VALUES " + strings.Join(rows, ", ")
+	}
 	return s
 }
+
+// maxLines is the most lines a New-Order has (clause 2.4.1.3).
+const maxLines = 15
 
 type line struct{ item, supplyW, qty int }
 
@@ -125,6 +146,13 @@ type worker struct {
 	collectIDFn func(target.Rows) error
 	lineFn      func(target.Rows) error
 	sumFn       [districtsPerWH]func(target.Rows) error
+	// Compact New-Order: the items' ids and the lines' values as the
+	// statements take them, the item read's callback, and which lines
+	// found their item.
+	itemIDs   []any
+	lineArgs  []any
+	itemFn    func(target.Rows) error
+	itemFound [maxLines]bool
 	// New-Order's lines as the procedure's arrays: number, item, supply
 	// warehouse, quantity.
 	arr [4][15]int32
@@ -194,6 +222,7 @@ func newWorker(o *OrderEntry, id int, seed uint64, d target.Dialect) *worker {
 	}
 	wk.x.bind()
 	wk.collectIDFn = wk.collectID
+	wk.itemFn = wk.collectItem
 	wk.lineFn = func(r target.Rows) error {
 		return r.Scan(&wk.x.olItem, &wk.x.olSupply, &wk.x.olQty, &wk.x.num[1])
 	}
@@ -371,7 +400,8 @@ func (w *worker) send(ctx context.Context, c target.Conn, what string) error {
 // so that its latency is measured): the customer and the district; the
 // order, its new_order row and the items' prices; the stock of each line;
 // the order lines. Each is a batch of statements that need no result of
-// each other; the statements are those of clause 2.4.2, one each.
+// each other; the statements are those of clause 2.4.2, one each, unless
+// --compact reads the items in one statement and inserts the lines in one.
 func (w *worker) newOrder(ctx context.Context, c target.Conn) (rollback bool, err error) {
 	s, b, x := w.s, &w.b, &w.x
 	b.Reset()
@@ -389,14 +419,23 @@ func (w *worker) newOrder(ctx context.Context, c target.Conn) (rollback bool, er
 	b.Exec(s.noOrder, oid, w.d, w.w, w.c, time.Now().UTC(), w.nlines, w.allLocal)
 	b.Exec(s.noNewOrder, oid, w.d, w.w)
 	first := b.Len()
-	for k, i := range w.order[:w.nlines] {
-		b.QueryRow(s.noItem, x.item[k][:], w.lines[i].item)
+	if w.o.Compact {
+		w.itemIDs = w.itemIDs[:0]
+		for _, i := range w.order[:w.nlines] {
+			w.itemIDs = append(w.itemIDs, w.lines[i].item)
+		}
+		w.itemFound = [maxLines]bool{}
+		b.Query(s.noItems[w.nlines], w.itemFn, w.itemIDs...)
+	} else {
+		for k, i := range w.order[:w.nlines] {
+			b.QueryRow(s.noItem, x.item[k][:], w.lines[i].item)
+		}
 	}
 	if err := w.send(ctx, c, "new_order order and items"); err != nil {
 		return false, err
 	}
 	for k := range w.nlines {
-		if b.Item(first + k).NoRows {
+		if w.o.Compact && !w.itemFound[k] || !w.o.Compact && b.Item(first+k).NoRows {
 			return true, nil // the 1% by design: roll back everything done so far
 		}
 	}
@@ -418,12 +457,20 @@ func (w *worker) newOrder(ctx context.Context, c target.Conn) (rollback bool, er
 		}
 	}
 	b.Reset()
+	w.lineArgs = w.lineArgs[:0]
 	var total float64
 	for k, i := range w.order[:w.nlines] {
 		l := w.lines[i]
 		amount := round2(float64(l.qty) * x.price[k])
 		total += amount
-		b.Exec(s.noLine, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, decimal(amount), x.dist[k])
+		if w.o.Compact {
+			w.lineArgs = append(w.lineArgs, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, decimal(amount), x.dist[k])
+		} else {
+			b.Exec(s.noLine, oid, w.d, w.w, i+1, l.item, l.supplyW, l.qty, decimal(amount), x.dist[k])
+		}
+	}
+	if w.o.Compact {
+		b.Exec(s.noLines[w.nlines], w.lineArgs...)
 	}
 	if err := w.send(ctx, c, "new_order insert order_line"); err != nil {
 		return false, err
@@ -439,6 +486,23 @@ func (w *worker) middle(wid, did int) (int, error) {
 		return 0, fmt.Errorf("no customer named %s in district %d.%d", w.byName, wid, did)
 	}
 	return int(w.ids[(len(w.ids)+1)/2-1]), nil
+}
+
+// collectItem takes one row of the compact item read to every line that
+// ordered that item (an order may list an item twice).
+func (w *worker) collectItem(r target.Rows) error {
+	var id int64
+	var price float64
+	var name, data string
+	if err := r.Scan(&id, &price, &name, &data); err != nil {
+		return err
+	}
+	for k, i := range w.order[:w.nlines] {
+		if int64(w.lines[i].item) == id {
+			w.x.price[k], w.x.iname[k], w.x.idata[k], w.itemFound[k] = price, name, data, true
+		}
+	}
+	return nil
 }
 
 // collectID gathers the customers' ids of a by-name query.
