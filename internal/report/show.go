@@ -72,7 +72,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		p.f("  errors       %d%s\n", s.Errors, classes(s.ErrorsByClass))
 		p.f("  driver CPU   %.2f s   %.1f µs per transaction   %.2f µs per statement (%d statements)\n",
 			s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs, s.Statements)
-		if s.RoundTrips > 0 {
+		if s.RoundTrips > 0 && r.Target.Dialect != "sqlite" { // SQLite's are calls into the engine, in the process
 			p.f("  round trips  %.1f per transaction, %.1f statements each\n", s.RoundTripsPerTx, float64(s.Statements)/float64(s.RoundTrips))
 		}
 	}
