@@ -12,7 +12,8 @@
 // are measured the same way for all, from outside: the client's CPU from
 // /proc/PID/stat, its write system calls from /proc/PID/io (a round trip
 // is at least one write; pipelined statements share one), the server's
-// transactions from pg_stat_database and its CPU from /proc, over the
+// transactions from pg_stat_database and its CPU from /proc (the
+// product's own reader of a process tree's CPU, internal/collect/ostat), over the
 // same window: after -warmup, for -duration. A TPC-C-like driver's own
 // transactions are counted from its committed New-Orders (its orders
 // table's new rows) over their share of the mix; the server's count is
@@ -50,6 +51,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
@@ -375,9 +377,33 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 		defer c.Close(ctx)
 		orders = c
 	}
+	// The product's own readers of a process tree's CPU: the server's,
+	// and the client's (its threads and any child process).
+	server, err := ostat.New(ostat.Options{ServerPID: b.inst.PID})
+	var client *ostat.Reader
+	if err == nil {
+		client, err = ostat.New(ostat.Options{ServerPID: pid})
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		<-done
+		return sample{}, err
+	}
 	read := func() (point, error) {
-		p := point{at: time.Now(), serverCPU: treeCPU(b.inst.PID)}
-		p.clientCPU, p.writes = procCPU(pid, false), procWrites(pid)
+		p := point{at: time.Now(), writes: procWrites(pid)}
+		for _, x := range []struct {
+			r  *ostat.Reader
+			to *time.Duration
+		}{{server, &p.serverCPU}, {client, &p.clientCPU}} {
+			snap, err := x.r.Read()
+			if err != nil {
+				return p, err
+			}
+			if snap.ServerCPU == nil {
+				return p, errors.New("no process CPU read")
+			}
+			*x.to = time.Duration(*snap.ServerCPU * float64(time.Second))
+		}
 		err := b.admin.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", d.db).Scan(&p.xacts)
 		if err == nil && orders != nil {
 			err = orders.QueryRow(ctx, "SELECT count(*) FROM "+d.orders).Scan(&p.orders)
@@ -385,7 +411,6 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 		return p, err
 	}
 	var s sample
-	var err error
 	wait := func(t time.Duration) error {
 		select {
 		case err := <-done:

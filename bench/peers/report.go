@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -128,58 +127,6 @@ func median(v []float64) float64 {
 	} else {
 		return (v[n/2-1] + v[n/2]) / 2
 	}
-}
-
-// treeCPU is the CPU time of the postmaster, of its live children and of
-// the children it has reaped (cutime, cstime), from /proc.
-func treeCPU(postmaster int) time.Duration {
-	total := procCPU(postmaster, true)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == postmaster {
-			continue
-		}
-		if f := procStat(pid); len(f) > 2 && f[1] == strconv.Itoa(postmaster) {
-			total += procCPU(pid, false)
-		}
-	}
-	return total
-}
-
-const clockTicks = 100 // USER_HZ on Linux
-
-// procStat returns the fields of /proc/PID/stat after the command name,
-// starting with the state (field 3), so f[1] is the parent PID.
-func procStat(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
-// procCPU is a process's user and system CPU, all its threads, with its
-// reaped children's when asked.
-func procCPU(pid int, withChildren bool) time.Duration {
-	f := procStat(pid)
-	if len(f) < 15 {
-		return 0
-	}
-	var ticks int64
-	last := 12 // utime, stime are fields 14, 15: f[11], f[12]
-	if withChildren {
-		last = 14 // cutime, cstime: f[13], f[14]
-	}
-	for k := 11; k <= last; k++ {
-		n, _ := strconv.ParseInt(f[k], 10, 64)
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
 }
 
 // procWrites is the write system calls a process made (/proc/PID/io

@@ -1070,10 +1070,11 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			case <-hard.Done():
 			}
 			backoff = min(2*backoff, 2*time.Second)
+			ended = time.Now() // the back-off is not the driver's cost
 		} else {
 			backoff = 100 * time.Millisecond
+			ended = end // what follows, recording included, is
 		}
-		ended = time.Now()
 		if thinks {
 			if d := th.Think(); d > 0 {
 				r.until(time.Now().Add(d), hard)

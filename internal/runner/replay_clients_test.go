@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/snapshot"
 	"github.com/dbparity/dbparity/internal/target"
@@ -55,19 +54,9 @@ func record(t *testing.T, setup, client func(inst *managed.Instance)) recorded {
 		return snapshot.Write(rec.end, s)
 	}, "snapshot")
 	inst.Stop()
-	logs, _ := filepath.Glob(filepath.Join(base.PGData, "capture-log", "*.csv"))
-	if len(logs) == 0 {
-		t.Fatal("the server wrote no csvlog")
-	}
-	c, err := capture.Parse(logs, capture.Options{ParamMaxLength: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.captureS = c.End.Sub(c.Start).Seconds()
 	rec.capture = filepath.Join(t.TempDir(), "client.capture")
-	if err := capture.Write(rec.capture, c); err != nil {
-		t.Fatal(err)
-	}
+	c := captureLog(t, base.PGData, rec.capture)
+	rec.captureS = c.End.Sub(c.Start).Seconds()
 	return rec
 }
 

@@ -62,6 +62,24 @@ func pgbenchState(t *testing.T, tg Target) string {
 // session must replay the same transactions with no new error, the data
 // must end as the original run left it, and the captured failure must be
 // reported as expected. A second replay on a changed schema must report
+// captureLog captures the csvlog a cluster on dataDir wrote into
+// capture-log, writes it to out and returns it.
+func captureLog(t *testing.T, dataDir, out string) *capture.Capture {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dataDir, "capture-log", "*.csv"))
+	if len(logs) == 0 {
+		t.Fatal("the server wrote no csvlog")
+	}
+	c, err := capture.Parse(logs, capture.Options{ParamMaxLength: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := capture.Write(out, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // startCluster starts a managed cluster on dir for the test's length, with
 // fsync and autovacuum off and settings added.
 func startCluster(t *testing.T, dir string, settings ...string) *managed.Instance {
@@ -95,18 +113,8 @@ func TestCaptureAndReplayPgbench(t *testing.T) {
 	want := pgbenchState(t, Target{URL: inst.URL()})
 	inst.Stop()
 
-	logs, _ := filepath.Glob(filepath.Join(base.PGData, "capture-log", "*.csv"))
-	if len(logs) == 0 {
-		t.Fatal("the server wrote no csvlog")
-	}
-	c, err := capture.Parse(logs, capture.Options{ParamMaxLength: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	capFile := filepath.Join(t.TempDir(), "pgbench.capture")
-	if err := capture.Write(capFile, c); err != nil {
-		t.Fatal(err)
-	}
+	captureLog(t, base.PGData, capFile)
 
 	replayed := start(snapshot)
 	var out bytesBuffer

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,5 +232,41 @@ func TestRateOnManagedPostgres(t *testing.T) {
 	notes := compare.RunNotes(compare.Group{Runs: []*result.Run{fast}, Files: []string{"fast.json"}})
 	if len(notes) == 0 || !strings.Contains(strings.Join(notes, " "), "could not keep its target rate") {
 		t.Errorf("compare notes %v", notes)
+	}
+}
+
+// A server killed between steps ends the sweep in bounded time with an
+// error naming the step, and the steps already run are kept, whole.
+func TestSweepServerKilled(t *testing.T) {
+	tg, inst := managedServer(t)
+	o, out := sweepOn(t, tg)
+	o.Param, o.Values = "users", []float64{1, 2}
+	o.StatementTimeout = 5 * time.Second
+	first := SweepFile(o.Prefix, "pg", "users", 1, 1)
+	go func() {
+		for range 600 {
+			if _, err := os.Stat(first); err == nil {
+				syscall.Kill(inst.PID, syscall.SIGKILL)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	files, err := Sweep(context.Background(), o)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "users=2") {
+		t.Fatalf("sweep on a killed server: %v\n%s", err, out)
+	}
+	if took > 90*time.Second {
+		t.Errorf("the sweep took %v to give up", took)
+	}
+	if len(files) != 1 || files[0] != first {
+		t.Fatalf("files kept %v, want %s", files, first)
+	}
+	t.Logf("gave up after %v: %v", took.Round(time.Millisecond), err)
+	r, err := result.Read(first)
+	if err != nil || r.Partial || r.Step == nil || r.Step.Value != 1 {
+		t.Fatalf("the first step's result: %v, %+v", err, r)
 	}
 }
