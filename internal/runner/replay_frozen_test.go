@@ -1,0 +1,62 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// A server frozen (SIGSTOP) in the middle of a replay: the stalled
+// statement is reported, and Ctrl-C ends the replay within 5 s with its
+// result written, marked partial, collectors and all.
+func TestReplayFrozenServer(t *testing.T) {
+	tg, inst := managedServer(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sess := capture.Session{ID: "a", User: inst.User, Database: inst.Database, End: 20 * time.Second}
+	for i := range 40 {
+		sess.Statements = append(sess.Statements, capture.Statement{Offset: time.Duration(i) * 500 * time.Millisecond, Duration: time.Millisecond})
+	}
+	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(20 * time.Second), Texts: []string{"SELECT 1"},
+		Sessions: []capture.Session{sess}}
+	dir := t.TempDir()
+	capFile := filepath.Join(dir, "c.capture")
+	if err := capture.Write(capFile, c); err != nil {
+		t.Fatal(err)
+	}
+	signal := func(sig syscall.Signal) {
+		for _, pid := range inst.Processes() {
+			syscall.Kill(pid, sig)
+		}
+	}
+	t.Cleanup(func() { signal(syscall.SIGCONT) }) // before the server's stop
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(1200*time.Millisecond, func() { signal(syscall.SIGSTOP) })
+	time.AfterFunc(3*time.Second, cancel) // Ctrl-C
+	out := filepath.Join(dir, "r.json")
+	var buf bytesBuffer
+	start := time.Now()
+	err := Replay(ctx, ReplayOptions{Common: Common{Target: tg, Stdout: &buf, Stderr: &buf}, Capture: capFile, Speed: 1,
+		StallTimeout: time.Second, Label: "frozen", Out: out})
+	took := time.Since(start)
+	t.Logf("replay ended %v after the start, %v after Ctrl-C: %v", took.Round(time.Millisecond), (took - 3*time.Second).Round(time.Millisecond), err)
+	if err == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, ErrInterrupted) {
+		t.Errorf("replay of a frozen server, interrupted: %v", err)
+	}
+	if took > 8*time.Second {
+		t.Errorf("the replay ended %v after Ctrl-C, want within 5 s", took-3*time.Second)
+	}
+	r, rerr := result.Read(out)
+	if rerr != nil {
+		t.Fatalf("no result after the interrupt: %v\n%s", rerr, buf.String())
+	}
+	if !r.Partial || r.Replay == nil || len(r.Replay.Stalls) == 0 {
+		t.Errorf("partial %v, replay %+v", r.Partial, r.Replay)
+	}
+}
