@@ -221,8 +221,11 @@ func TestRateOnManagedPostgres(t *testing.T) {
 	if rt == nil || !rt.Behind || rt.LagEndS < 1 || rt.Queue.P50Ms < 100 {
 		t.Errorf("a million/s: %+v", rt)
 	}
-	if p50 := fast.Transactions[0].Latency.P50Ms; p50 < rt.Queue.P50Ms {
-		t.Errorf("new_order p50 %.1f ms below the queue's %.1f ms: latency must count from the intended start", p50, rt.Queue.P50Ms)
+	// The queue's median is over all types and new_order's over one, so
+	// they may differ by a little either way; latency timed from the
+	// actual start would sit near a millisecond, far below either.
+	if p50 := fast.Transactions[0].Latency.P50Ms; p50 < 0.9*rt.Queue.P50Ms {
+		t.Errorf("new_order p50 %.1f ms well below the queue's %.1f ms: latency must count from the intended start", p50, rt.Queue.P50Ms)
 	}
 	var text bytes.Buffer
 	report.Text(&text, fast)
