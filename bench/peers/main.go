@@ -27,8 +27,9 @@
 //   - go-tpc: $GOTPC (the binary), else go-tpc on PATH.
 //   - BenchBase: $BENCHBASE (the directory holding benchbase.jar, built
 //     with -P postgres), and java on PATH.
-//   - HammerDB: not driven yet (its build here needs local patches); the
-//     bench says so.
+//   - HammerDB: $HAMMERDB, the directory of a HammerDB 4.x (Tcl 8.6)
+//     whose hammerdbcli runs (the README says how to make one here); its
+//     TPROC-C with stored procedures, the procedure-mode peer.
 //
 // A peer that is not found is skipped with the reason; the README says how
 // to build each here.
@@ -40,10 +41,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +88,9 @@ type driver struct {
 	// orders is the table a New-Order adds a row to ("" for pgbench): its
 	// rows, counted exactly, check each driver's transaction count.
 	orders string
+	// createsDB: its load creates db itself (HammerDB refuses one that
+	// exists).
+	createsDB bool
 	// load fills db; nil when another driver's load does (dbparity's two
 	// modes share theirs).
 	load func(ctx context.Context) *exec.Cmd
@@ -137,8 +143,10 @@ func run(o options) error {
 	}
 	loads := map[string]time.Duration{}
 	for _, d := range drivers {
-		if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+d.db); err != nil && !strings.Contains(err.Error(), "already exists") {
-			return err
+		if !d.createsDB {
+			if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+d.db); err != nil && !strings.Contains(err.Error(), "already exists") {
+				return err
+			}
 		}
 		if d.load == nil {
 			continue
@@ -249,8 +257,83 @@ func (b *bench) drivers(bin string) (ds []driver, skipped []string) {
 			},
 			run: func(ctx context.Context, d time.Duration) *exec.Cmd { return java(ctx, cfg(d), "--execute=true") }})
 	}
-	skipped = append(skipped, "HammerDB: not driven by this bench yet (its build here needs local patches: see the README)")
+	if hdb, err := hammerdb(); err != nil {
+		skipped = append(skipped, "HammerDB: "+err.Error())
+	} else {
+		hammer := func(ctx context.Context, name, body string) *exec.Cmd {
+			path := filepath.Join(b.dir, name)
+			os.WriteFile(path, []byte(fmt.Sprintf(hammerdbConnect, b.inst.Port, b.inst.User, o.warehouses)+body), 0o644)
+			cmd := exec.CommandContext(ctx, "./hammerdbcli", "auto", path)
+			cmd.Dir = hdb
+			cmd.Env = append(os.Environ(), "TMP="+b.dir)
+			return cmd
+		}
+		ds = append(ds, driver{name: "HammerDB tprocc", kind: kindProcedures, db: "hammerdb", orders: "orders", createsDB: true,
+			load: func(ctx context.Context) *exec.Cmd {
+				return hammer(ctx, "hammerdb-load.tcl", fmt.Sprintf(hammerdbLoad, min(o.warehouses, 2*runtime.NumCPU())))
+			},
+			run: func(ctx context.Context, d time.Duration) *exec.Cmd {
+				// Its timed driver runs whole minutes; the window is read
+				// from outside, as for every driver.
+				return hammer(ctx, "hammerdb-run.tcl", fmt.Sprintf(hammerdbRun, int(math.Ceil(d.Minutes())), o.users))
+			}})
+	}
 	return ds, skipped
+}
+
+// hammerdbConnect sets HammerDB's PostgreSQL TPROC-C: port, superuser,
+// warehouses. Its schema goes to database hammerdb, owned by a user of
+// its own (trust authentication on the managed server); stored
+// procedures (PostgreSQL 11+ procedures), each virtual user on its own
+// home warehouse, no keying and thinking, no time profile.
+const hammerdbConnect = `dbset db pg
+dbset bm TPC-C
+diset connection pg_host 127.0.0.1
+diset connection pg_port %d
+diset connection pg_sslmode disable
+diset tpcc pg_superuser %s
+diset tpcc pg_superuserpass x
+diset tpcc pg_defaultdbase postgres
+diset tpcc pg_user hammerdb
+diset tpcc pg_pass hammerdb
+diset tpcc pg_dbase hammerdb
+diset tpcc pg_count_ware %d
+diset tpcc pg_storedprocs true
+diset tpcc pg_partition false
+diset tpcc pg_allwarehouse false
+diset tpcc pg_keyandthink false
+diset tpcc pg_timeprofile false
+diset tpcc pg_vacuum false
+`
+
+// hammerdbLoad: build threads.
+const hammerdbLoad = `diset tpcc pg_num_vu %d
+buildschema
+`
+
+// hammerdbRun: minutes, virtual users (its timed driver adds a monitor).
+const hammerdbRun = `diset tpcc pg_driver timed
+diset tpcc pg_total_iterations 10000000
+diset tpcc pg_rampup 0
+diset tpcc pg_duration %d
+loadscript
+vuset logtotemp 0
+vuset vu %d
+vucreate
+vurun
+vudestroy
+`
+
+// hammerdb finds HammerDB 4.x: $HAMMERDB, the directory of hammerdbcli.
+func hammerdb() (string, error) {
+	dir := os.Getenv("HAMMERDB")
+	if dir == "" {
+		return "", errors.New("$HAMMERDB (the directory of hammerdbcli, 4.x on Tcl 8.6) not set")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hammerdbcli")); err != nil {
+		return "", fmt.Errorf("$HAMMERDB: %v", err)
+	}
+	return dir, nil
 }
 
 // benchbaseConfig: port, user, warehouses, terminals, seconds. Read

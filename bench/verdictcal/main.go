@@ -52,6 +52,7 @@ func main() {
 	flag.Var(&quotas, "quota", "B's CPU quota as a share of the CPU the server used unconstrained; repeat it for several A/B sets (default 0.9)")
 	flag.BoolVar(&checkpoint, "checkpoint", true, "run CHECKPOINT before each run, so that no run inherits the last one's dirty buffers")
 	flag.StringVar(&keep, "dir", "", "keep the result files in this directory, and reuse those already there (to resume an interrupted calibration)")
+	flag.DurationVar(&sliceLen, "slice", 0, "run each round as ab --slice does: two servers, A and B at once in turns of this length (ABBA); B's server is the one in the cgroup")
 	flag.Parse()
 	if len(quotas) == 0 {
 		quotas = quotaList{0.9}
@@ -110,7 +111,20 @@ func run(rounds int, duration, warmup time.Duration, draws int, shares []float64
 	fmt.Printf("server used %.2f cores unconstrained\n", cores)
 
 	g := rand.New(rand.NewPCG(1, 13))
+	var other *benchenv.Env // B's server when sliced
+	if sliceLen > 0 {
+		if other, err = benchenv.Start(ctx); err != nil {
+			return err
+		}
+		defer other.Close()
+		if _, err := other.LoadOrderEntry(ctx, 2); err != nil {
+			return err
+		}
+	}
 	set := func(name string, quota float64) (a, b []*result.Run, err error) {
+		if other != nil {
+			return slicedSet(ctx, common, env, other, cg, name, quota, rounds, duration, warmup)
+		}
 		for r := 1; r <= rounds; r++ {
 			order := []bool{false, true} // false: A, true: the other side
 			if g.IntN(2) == 1 {
@@ -163,8 +177,13 @@ func run(rounds int, duration, warmup time.Duration, draws int, shares []float64
 	}
 	subsets := triples(rounds, draws, g)
 	n := len(subsets)
-	fmt.Printf("\n%d comparisons of 3 interleaved rounds in each set, drawn from %d real rounds (%s windows after %s warm-up, CHECKPOINT before each run: %v)\n",
-		n, rounds, duration, warmup, checkpoint)
+	if sliceLen > 0 {
+		fmt.Printf("\n%d comparisons of 3 sliced rounds in each set, drawn from %d real rounds (two servers, A and B at once in %s turns, ABBA, in %s windows after %s warm-up)\n",
+			n, rounds, sliceLen, duration, warmup)
+	} else {
+		fmt.Printf("\n%d comparisons of 3 interleaved rounds in each set, drawn from %d real rounds (%s windows after %s warm-up, CHECKPOINT before each run: %v)\n",
+			n, rounds, duration, warmup, checkpoint)
+	}
 	fmt.Println("  95% intervals are jackknifed over the rounds: the comparisons share rounds, and the interval says how much the rounds allow")
 	for _, m := range sets {
 		sd := sdLogRatio(m.a, m.b)
@@ -293,8 +312,73 @@ func (q *quotaList) Set(s string) error {
 // checkpoint is -checkpoint.
 var (
 	checkpoint bool
-	keep       string // -dir
+	keep       string        // -dir
+	sliceLen   time.Duration // -slice
 )
+
+// slicedSet runs the rounds of one set as ab --slice does, A on env and
+// B on other, B's server in the cgroup at quota cores (0: none). With
+// -dir, a set whose files are all there is read back instead.
+func slicedSet(ctx context.Context, common runner.Common, env, other *benchenv.Env, cg *cgroup, name string, quota float64,
+	rounds int, duration, warmup time.Duration) (a, b []*result.Run, err error) {
+	dir := env.Dir
+	if keep != "" {
+		dir = keep
+	}
+	prefix := filepath.Join(dir, name)
+	read := func() error {
+		a, b = nil, nil
+		for r := 1; r <= rounds; r++ {
+			ra, err := result.Read(fmt.Sprintf("%s-A-%d.json", prefix, r))
+			if err != nil {
+				return err
+			}
+			rb, err := result.Read(fmt.Sprintf("%s-B-%d.json", prefix, r))
+			if err != nil {
+				return err
+			}
+			a, b = append(a, ra), append(b, rb)
+		}
+		return nil
+	}
+	if keep != "" && read() == nil {
+		return a, b, nil
+	}
+	if quota > 0 {
+		if err := cg.enter(other.Inst.Processes(), quota); err != nil {
+			return nil, nil, err
+		}
+		defer cg.leave(other.Inst.Processes())
+	}
+	progress := &lineWriter{prefix: name}
+	o := runner.ABOptions{RunOptions: runner.RunOptions{Common: common, Users: 2, Duration: duration, Warmup: warmup,
+		Force: true, Collect: runner.CollectOptions{Off: true}},
+		A: runner.Target{URL: env.Inst.URL()}, B: runner.Target{URL: other.Inst.URL()}, LabelA: "A", LabelB: "B",
+		Rounds: rounds, Prefix: prefix, Slice: sliceLen}
+	o.Stderr, o.Seed = progress, uint64(len(name))+uint64(1000*quota)
+	if _, err := runner.AB(ctx, o); err != nil {
+		return nil, nil, fmt.Errorf("set %s: %w", name, err)
+	}
+	if err := read(); err != nil {
+		return nil, nil, err
+	}
+	for r := range a {
+		fmt.Fprintf(os.Stderr, "%s round %d: A %.1f tps, B %.1f tps\n", name, r+1, a[r].Summarize().TPS, b[r].Summarize().TPS)
+	}
+	return a, b, nil
+}
+
+// lineWriter passes ab's round lines to stderr, prefixed.
+type lineWriter struct{ prefix string }
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if strings.HasPrefix(l, "round ") && strings.Contains(l, " of ") {
+			fmt.Fprintf(os.Stderr, "%s %s\n", w.prefix, l)
+		}
+	}
+	return len(p), nil
+}
 
 // sql runs one statement on the server.
 func sql(ctx context.Context, env *benchenv.Env, stmt string) error {

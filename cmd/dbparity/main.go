@@ -427,6 +427,7 @@ func cmdAB(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds: each runs A and B once, in an order drawn from --seed (3 give a verdict; more narrow it)")
 	fs.BoolVar(&o.Reload, "reload", false, "load the workload again before every run")
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-ROUND.json (default dbparity-data/results/ab)")
+	fs.DurationVar(&o.Slice, "slice", 0, "run A and B at once, taking turns in slices of this length (ABBA), so that slow host noise cancels in each round (for example 2s; 0: one after the other)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

@@ -187,8 +187,11 @@ func (m Metric) Values(g Group) []float64 {
 // are compared as pairs.
 func Verdicts(a, b Group, ms []Metric) []Verdict {
 	ra, rb, paired := Rounds(a, b)
+	// Sliced rounds have no floor: their runs' own noise is the host's
+	// wander, which the slices cancel in the ratio (docs/statistics.md).
+	sliced := paired && sliceOf(ra, rb) > 0
 	within := func(m Metric, r *result.Run) float64 {
-		if m.Within == nil {
+		if m.Within == nil || sliced {
 			return math.NaN()
 		}
 		return m.Within(r)
@@ -227,6 +230,9 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 			v = Unpaired(m.Name, va, vb, wa, wb)
 		}
 		v.LowerIsBetter, v.Primary, v.LabelA, v.LabelB = m.Lower, i == 0, a.Label, b.Label
+		if paired {
+			v.SliceS = sliceOf(ra, rb)
+		}
 		if v.Primary {
 			v.resolutionNote()
 		}
@@ -240,15 +246,14 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 // of the log of its mean transactions per second, from the per-second
 // series of its measured window by batch means (10 batches, so that the
 // seconds' correlation stays inside a batch). NaN for a run of fewer than
-// 20 seconds.
+// 20 seconds. A sliced run's values are its slices (5 batches, at least
+// 10 slices).
 func WithinThroughput(r *result.Run) float64 {
-	var tps []float64
-	for _, iv := range r.Series {
-		if iv.Phase == "measure" && iv.Seconds > 0.5 {
-			tps = append(tps, iv.TPS())
-		}
+	tps := throughputs(r)
+	batches := 10
+	if r.Driver.Slicing != nil {
+		batches = 5
 	}
-	const batches = 10
 	if len(tps) < 2*batches {
 		return math.NaN()
 	}
@@ -267,7 +272,39 @@ func WithinThroughput(r *result.Run) float64 {
 	}
 	// The mean of the batch means has variance v/batches; the log's is
 	// that over the mean squared (the delta method).
-	return v / batches / (m * m)
+	return v / float64(batches) / (m * m)
+}
+
+// sliceOf is the slice every run of the rounds took turns in, or 0.
+func sliceOf(ra, rb []*result.Run) float64 {
+	var slice float64
+	for _, r := range append(slices.Clone(ra), rb...) {
+		sl := r.Driver.Slicing
+		if sl == nil || slice != 0 && sl.SliceS != slice {
+			return 0
+		}
+		slice = sl.SliceS
+	}
+	return slice
+}
+
+// throughputs are the run's throughputs over its measured window in
+// order: of each second, or of each of its slices when it ran in turns
+// with another (whose seconds are half idle).
+func throughputs(r *result.Run) []float64 {
+	var tps []float64
+	if sl := r.Driver.Slicing; sl != nil {
+		for _, x := range sl.Slices {
+			tps = append(tps, x.TPS())
+		}
+		return tps
+	}
+	for _, iv := range r.Series {
+		if iv.Phase == "measure" && iv.Seconds > 0.5 {
+			tps = append(tps, iv.TPS())
+		}
+	}
+	return tps
 }
 
 // Rounds pairs the runs of a and b by round when both groups come from
@@ -332,12 +369,7 @@ func RunNotes(g Group) []string {
 // Drift is the change of throughput from the first third of the measured
 // window to the last, as a fraction of the first.
 func Drift(r *result.Run) float64 {
-	var tps []float64
-	for _, iv := range r.Series {
-		if iv.Phase == "measure" && iv.Seconds > 0.5 {
-			tps = append(tps, iv.TPS())
-		}
-	}
+	tps := throughputs(r)
 	if len(tps) < 6 {
 		return 0
 	}

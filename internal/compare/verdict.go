@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // Alpha is the significance level. The primary metric (throughput) is
@@ -26,8 +27,11 @@ type Verdict struct {
 	LabelA  string `json:"label_a,omitempty"`
 	LabelB  string `json:"label_b,omitempty"`
 	Paired  bool   `json:"paired"` // interleaved rounds: the rounds' ratios are the sample
-	NA      int    `json:"n_a"`
-	NB      int    `json:"n_b"`
+	// SliceS is set when every round ran its sides in turns (ab --slice):
+	// the slice, in seconds.
+	SliceS float64 `json:"slice_s,omitempty"`
+	NA     int     `json:"n_a"`
+	NB     int     `json:"n_b"`
 	// MedianA and MedianB are the groups' medians, for the side-by-side
 	// tables.
 	MedianA, MedianB float64 `json:"-"`
@@ -253,6 +257,9 @@ func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 // sample names the runs behind a verdict: "3 interleaved rounds", "3+3 runs".
 func (v Verdict) sample() string {
+	if v.Paired && v.SliceS > 0 {
+		return fmt.Sprintf("%d sliced rounds (%s turns)", v.NA, time.Duration(v.SliceS*float64(time.Second)))
+	}
 	if v.Paired {
 		return fmt.Sprintf("%d interleaved rounds", v.NA)
 	}
@@ -302,7 +309,11 @@ func (v *Verdict) resolutionNote() {
 	if v.Insufficient != "" || !(v.Resolution > 0.05) {
 		return
 	}
+	hint := ""
+	if v.Paired && v.SliceS == 0 {
+		hint = ", and so does ab --slice, which cancels the host's slow noise within each round (not for storage comparisons)"
+	}
 	v.Notes = append(v.Notes, fmt.Sprintf(
-		"high variation for %s: the smallest difference it would find 4 times in 5 is %.0f%%; more runs narrow it (as the square root of their number)",
-		v.sample(), 100*v.Resolution))
+		"high variation for %s: the smallest difference it would find 4 times in 5 is %.0f%%; more runs narrow it (as the square root of their number)%s",
+		v.sample(), 100*v.Resolution, hint))
 }

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
 
@@ -189,4 +192,67 @@ func TestLowerIsBetter(t *testing.T) {
 	if !strings.Contains(v.String(), "(worse)") {
 		t.Errorf("20%% lower throughput: %q", v)
 	}
+}
+
+// slicedRun is a sliced run of n slices of 2 s: the host's level at slice
+// i is host(i), which both sides of a round see, times the side's own
+// factor; the other side's slices start 2 s later.
+func slicedRun(label string, round int, factor float64, offset float64, host func(i int) float64, n int) *result.Run {
+	r := &result.Run{Label: label, Round: round, Driver: result.Driver{Slicing: &result.Slicing{SliceS: 2, With: "x"}}}
+	var commits int64
+	for i := range n {
+		c := int64(2 * 1000 * factor * host(i))
+		r.Driver.Slicing.Slices = append(r.Driver.Slicing.Slices, result.Slice{T: offset + 4*float64(i), S: 2, Commits: c})
+		commits += c
+	}
+	r.Driver.Slicing.ActiveS = 2 * float64(n)
+	r.Transactions = []result.Transaction{{Name: "t", Committed: commits}}
+	return r
+}
+
+// A sliced run's throughput is over its own slices, its drift and own
+// noise are read from them; and sliced rounds are tested on their ratios
+// alone, with no floor: each run alone sees the host's wander (here ±30%
+// over the round), which the slices cancel in the ratio.
+func TestSlicedRounds(t *testing.T) {
+	wander := func(i int) float64 { return 1 + 0.3*math.Sin(float64(i)/3) }
+	a := slicedRun("a", 1, 1, 0, wander, 15)
+	if got := a.Summarize(); got.DurationS != 30 || math.Abs(got.TPS-1000*meanOf(hostLevels(wander, 15))) > 1 {
+		t.Errorf("summary of a sliced run: %.1f s, %.1f tps", got.DurationS, got.TPS)
+	}
+	if w := WithinThroughput(a); !(w > 1e-3) {
+		t.Errorf("the run alone must see the host's wander: %v", w)
+	}
+	if d := Drift(a); d == 0 {
+		t.Errorf("drift of a sliced run read from its slices: %v", d)
+	}
+	ga, gb := Group{Label: "a"}, Group{Label: "b"}
+	for r := 1; r <= 3; r++ {
+		ga.Runs = append(ga.Runs, slicedRun("a", r, 1, 0, wander, 15))
+		gb.Runs = append(gb.Runs, slicedRun("b", r, 0.9+0.01*float64(r), 2, wander, 15))
+	}
+	v := Verdicts(ga, gb, Metrics(ga.Runs[0])[:1])[0]
+	if h := v.Headline(); v.SliceS != 2 || v.Floored || !v.Different || !strings.Contains(h, "3 sliced rounds (2s turns)") {
+		t.Errorf("headline %q, slice %v, floored %v", h, v.SliceS, v.Floored)
+	}
+	// The same runs unsliced: each run's wander floors the rounds, and
+	// 9-11% apart is no verdict.
+	for _, r := range append(slices.Clone(ga.Runs), gb.Runs...) {
+		r.Driver.Slicing = nil
+		r.MeasureEnd = r.MeasureStart.Add(30 * time.Second)
+		for i := range 30 {
+			r.Series = append(r.Series, metrics.Interval{Phase: "measure", Seconds: 1, Commits: int64(1000 * wander(i/2))})
+		}
+	}
+	if v := Verdicts(ga, gb, Metrics(ga.Runs[0])[:1])[0]; !v.Floored {
+		t.Errorf("unsliced runs that wander: floored %v", v.Floored)
+	}
+}
+
+func hostLevels(f func(int) float64, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f(i)
+	}
+	return v
 }

@@ -100,6 +100,11 @@ type Config struct {
 	Rate    float64
 	Arrival string
 	Seed    uint64
+	// Gate, if set, lets the sessions start transactions only while it is
+	// open: two runs driven at once take turns (see Gate). The measured
+	// window's throughput, driver CPU and Result.Active are then those of
+	// the slices the gate was open. Not with Rate.
+	Gate *Gate
 }
 
 // stopGraceFault is how long sessions may finish their transaction after
@@ -242,6 +247,11 @@ type Result struct {
 	// Wake is how late a timer of this process fired over the measured
 	// window: its threads' wait for a CPU, which Sched does not see.
 	Wake WakeLatency
+	// Active is, in a gated run (Config.Gate), the time the gate was open
+	// in the measured window, and Slices the slices wholly inside it;
+	// MeasureCPU is then the driver's CPU over those slices.
+	Active time.Duration
+	Slices []Span
 }
 
 // Measured is the length of the measured window.
@@ -413,6 +423,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.CheckpointEvery == 0 {
 		cfg.CheckpointEvery = time.Minute
 	}
+	if cfg.Gate != nil && cfg.Rate > 0 {
+		return nil, errors.New("a gated run cannot keep a target rate")
+	}
 	r := &run{cfg: cfg, stopped: make(chan struct{}), commit: metrics.NewHistogram(), queue: metrics.NewHistogram()}
 	n := len(cfg.TxTypes)
 	for range n {
@@ -533,6 +546,9 @@ loop:
 	res.End = time.Now()
 	m.tick(res.End, true)
 	res.TotalCPU = ProcessCPU().Sub(m.startCPU)
+	if cfg.Gate != nil && !res.MeasureStart.IsZero() {
+		res.Active, res.MeasureCPU, res.Slices = Within(cfg.Gate.Spans(), res.MeasureStart, res.MeasureEnd)
+	}
 	r.merge(res)
 	res.Series, res.SeriesStep = m.series.Points(), m.series.Step()
 	if r.sched != nil {
@@ -930,7 +946,14 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 	th, thinks := w.(workload.Thinker)
 	thinks = thinks && r.sched == nil
 	var ended time.Time // the last transaction's end, plus any wait meant
+	gate := r.cfg.Gate
 	for !r.stop.Load() && hard.Err() == nil {
+		if gate != nil {
+			if !gate.enter(r.stopped, hard.Done()) {
+				break
+			}
+			ended = time.Now() // a closed gate is not the driver's cost
+		}
 		var intended time.Time
 		if r.sched != nil {
 			intended = r.sched.claim()
@@ -1054,6 +1077,9 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			}
 		}
 		s.mu.Unlock()
+		if gate != nil {
+			gate.leave(err == nil && !out.Rollback)
+		}
 		switch {
 		case err != nil && cls.Lost:
 			r.out.lost(end, cause, unreachable)

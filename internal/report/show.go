@@ -38,6 +38,10 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	}
 	p.f("  target %s, %d users, measured %.1f s after %.0f s warm-up, started %s\n",
 		s.Target, s.Users, s.DurationS, r.Driver.WarmupS, r.Start.Local().Format(time.DateTime))
+	if sl := r.Driver.Slicing; sl != nil {
+		p.f("  in turns with %s: %s slices (ABBA) in a %.1f s window; per-second figures of the database and its host are over the whole window\n",
+			sl.With, time.Duration(sl.SliceS*float64(time.Second)), r.MeasureEnd.Sub(r.MeasureStart).Seconds())
+	}
 	p.f("\n")
 	line := fmt.Sprintf("  throughput   %.1f tps   %.0f tpm", s.TPS, s.TPM)
 	if r.Replay != nil {

@@ -123,5 +123,10 @@ func Recover(journalPath string) (*Run, error) {
 	if cut {
 		r.Warnings = append(r.Warnings, "the journal's last line was cut when the run died: it was left out")
 	}
+	if sl := r.Driver.Slicing; sl != nil {
+		sl.ActiveS, sl.Slices = 0, nil
+		r.Warnings = append(r.Warnings, fmt.Sprintf(
+			"it ran in turns with %s (ab --slice), and the journal does not hold its slices: its rates are over the whole window, of which it ran about half", sl.With))
+	}
 	return &r, nil
 }

@@ -245,6 +245,42 @@ type Driver struct {
 	GapUsPerTx  float64 `json:"gap_us_per_tx,omitempty"`
 	Bound       bool    `json:"driver_bound,omitempty"`
 	BoundReason string  `json:"driver_bound_reason,omitempty"`
+	// Slicing is set when the run took turns with another target in short
+	// slices (dbparity ab --slice): its rates are over ActiveS, the time it
+	// ran, not over the whole window.
+	Slicing *Slicing `json:"slicing,omitempty"`
+}
+
+// Slicing describes a run driven in slices alternating with another
+// target's (ABBA: the two sides swap every second slice, so a drift of
+// the host cancels within a round). Each side's sessions stay connected
+// and start transactions only in its own slices; a slice ends when its
+// last transaction has ended, so the two targets never work at once.
+type Slicing struct {
+	SliceS float64 `json:"slice_s"` // the slice asked for
+	With   string  `json:"with"`    // the label of the other side
+	// ActiveS is the time the run's slices took in the measured window;
+	// the driver's CPU is that of these slices.
+	ActiveS float64 `json:"active_s"`
+	// Slices are the slices wholly inside the measured window, in order
+	// (two adjacent slots of one side are one slice): start from the
+	// window's start, length, commits.
+	Slices []Slice `json:"slices,omitempty"`
+}
+
+// Slice is one slice of a sliced run.
+type Slice struct {
+	T       float64 `json:"t"` // seconds from the measured window's start
+	S       float64 `json:"s"`
+	Commits int64   `json:"commits"`
+}
+
+// TPS is the slice's committed transactions per second.
+func (s Slice) TPS() float64 {
+	if s.S <= 0 {
+		return 0
+	}
+	return float64(s.Commits) / s.S
 }
 
 // A run is driver-bound when the driver used more than BoundShare of the

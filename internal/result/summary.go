@@ -10,7 +10,7 @@ type Summary struct {
 	Workload      string           `json:"workload"`
 	Target        string           `json:"target"`
 	Users         int              `json:"users"`
-	DurationS     float64          `json:"duration_s"` // measured window
+	DurationS     float64          `json:"duration_s"` // measured window (a sliced run's own slices in it)
 	TPS           float64          `json:"tps"`        // committed transactions per second
 	TPM           float64          `json:"tpm"`        // committed transactions per minute
 	NOPM          float64          `json:"nopm"`       // committed New-Orders per minute (order-entry)
@@ -54,6 +54,9 @@ func (r *Run) Summarize() Summary {
 		RoundTrips:   r.RoundTrips,
 		Transactions: map[string]TxSummary{}, Disclaimer: r.Workload.Disclaimer,
 		Commit: TxSummary{Count: r.Commit.Count, P50Ms: r.Commit.P50Ms, P95Ms: r.Commit.P95Ms, P99Ms: r.Commit.P99Ms},
+	}
+	if sl := r.Driver.Slicing; sl != nil && sl.ActiveS > 0 {
+		s.DurationS = sl.ActiveS // the window's other slices were the other side's
 	}
 	if s.ErrorsByClass == nil {
 		s.ErrorsByClass = map[string]int64{}

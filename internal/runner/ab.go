@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -20,6 +21,16 @@ type ABOptions struct {
 	Rounds     int    // each round runs A and B once, in random order
 	Reload     bool   // load the workload before every run
 	Prefix     string // result files: PREFIX-LABEL-ROUND.json
+	// Slice, when above 0, runs each round's two sides at once, taking
+	// turns in slices of this length (ABBA), instead of one after the
+	// other: see slicedRound.
+	Slice time.Duration
+}
+
+// abSide is one side of ab.
+type abSide struct {
+	t     Target
+	label string
 }
 
 // AB runs the rounds and returns the result files in the order written.
@@ -41,12 +52,13 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 	if o.Prefix == "" {
 		o.Prefix = filepath.Join(DefaultDataDir, "results", "ab")
 	}
-	type side struct {
-		t     Target
-		label string
+	if o.Slice > 0 {
+		if err := o.validateSlice(); err != nil {
+			return nil, err
+		}
 	}
-	sides := [2]side{{o.A, o.LabelA}, {o.B, o.LabelB}}
-	name := func(s side, round int) string {
+	sides := [2]abSide{{o.A, o.LabelA}, {o.B, o.LabelB}}
+	name := func(s abSide, round int) string {
 		return fmt.Sprintf("%s-%s-%d.json", o.Prefix, safeName(s.label), round)
 	}
 	// Every file must be writable before the first round.
@@ -67,6 +79,15 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 		var labels []string
 		for _, k := range order {
 			labels = append(labels, sides[k].label)
+		}
+		if o.Slice > 0 {
+			fmt.Fprintf(o.Stderr, "round %d of %d: %s in turns of %s (ABBA)\n", r, o.Rounds, strings.Join(labels, " and "), o.Slice)
+			written, err := slicedRound(ctx, o, sides, [2]string{name(sides[0], r), name(sides[1], r)}, r, order[0])
+			files = append(files, written...)
+			if err != nil {
+				return files, fmt.Errorf("round %d: %w", r, err)
+			}
+			continue
 		}
 		fmt.Fprintf(o.Stderr, "round %d of %d: %s\n", r, o.Rounds, strings.Join(labels, " then "))
 		for _, k := range order {

@@ -307,6 +307,8 @@ type hooks struct {
 	journal *result.Journal
 	// ready, if set, holds the start until every target is connected.
 	ready func(context.Context) error
+	// gate, if set, is the run's turn in a sliced round (ab --slice).
+	gate *driver.Gate
 }
 
 // drive runs the collectors and the driver against t and fills r with
@@ -351,6 +353,7 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		OnInterval:       onInterval,
 		OnPhase:          ob.phase,
 		Ready:            h.ready,
+		Gate:             h.gate,
 	})
 	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
 		if res == nil {
@@ -490,6 +493,13 @@ func measure(r *result.Run, types []string, res *driver.Result) error {
 	}
 	r.Driver.Reconnects = res.Reconnects
 	r.Driver.CPUUserS, r.Driver.CPUSysS = res.MeasureCPU.User.Seconds(), res.MeasureCPU.Sys.Seconds()
+	if sl := r.Driver.Slicing; sl != nil {
+		sl.ActiveS, sl.Slices = res.Active.Seconds(), nil
+		for _, x := range res.Slices {
+			sl.Slices = append(sl.Slices, result.Slice{T: x.Start.Sub(res.MeasureStart).Seconds(),
+				S: x.End.Sub(x.Start).Seconds(), Commits: x.Commits})
+		}
+	}
 	driverLoad(r, res)
 	r.Driver.TotalCPUS = res.TotalCPU.Total().Seconds()
 	if res.SeriesStep > 1 {
@@ -585,7 +595,11 @@ func driverLoad(r *result.Run, res *driver.Result) {
 	if cpus, err := cpuset.Available(); err == nil && len(cpus) < d.CPUs {
 		d.CPUs = len(cpus)
 	}
-	if secs := res.Measured().Seconds(); secs > 0 && d.CPUs > 0 {
+	secs := res.Measured().Seconds()
+	if d.Slicing != nil {
+		secs = res.Active.Seconds() // its CPU is that of its own slices
+	}
+	if secs > 0 && d.CPUs > 0 {
 		d.CPUShare = res.MeasureCPU.Total().Seconds() / (secs * float64(d.CPUs))
 	}
 	d.SchedP99Ms = float64(res.Sched.P99) / 1e6
