@@ -530,7 +530,20 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 	return s, nil
 }
 
-func runCmd(cmd *exec.Cmd) ([]byte, error) { return cmd.CombinedOutput() }
+// runCmd runs cmd to its end. HammerDB exits 0 when a virtual user
+// failed, so its "FINISHED FAILED" counts as a failure, with its error.
+func runCmd(cmd *exec.Cmd) ([]byte, error) {
+	out, err := cmd.CombinedOutput()
+	if err == nil && bytes.Contains(out, []byte("FINISHED FAILED")) {
+		for l := range strings.Lines(string(out)) {
+			if strings.Contains(l, "Error in Virtual User") {
+				return out, errors.New(strings.TrimSpace(l))
+			}
+		}
+		return out, errors.New("a virtual user FINISHED FAILED")
+	}
+	return out, err
+}
 
 func tail(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

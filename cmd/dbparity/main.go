@@ -174,6 +174,7 @@ type common struct {
 	opts     runner.Common
 	workload string
 	pgSet    multi
+	mySet    multi
 	targets  multi
 }
 
@@ -221,11 +222,15 @@ func targetFlags(name string) (*flag.FlagSet, *common) {
 	c := &common{}
 	t := &c.opts.Target
 	fs.Var(&c.targets, "target", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db); repeat it to load, check or run several targets (run drives them at once)")
-	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres")
+	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres or mariadb")
 	fs.StringVar(&t.PGBin, "pg-bin", "", "managed: directory of initdb, pg_ctl and postgres (default: found on PATH)")
 	fs.StringVar(&t.PGData, "pg-data", "", "managed: cluster directory, kept between commands (default dbparity-data/pg)")
 	fs.Var(&c.pgSet, "pg-set", "managed: server setting name=value (repeatable)")
 	fs.StringVar(&t.PGConf, "pg-conf", "", "managed: file of postgresql.conf lines")
+	fs.StringVar(&t.MyBin, "my-bin", "", "managed mariadb: directory of mariadbd and mariadb-install-db (default: found on PATH, /usr/sbin, /usr/bin)")
+	fs.StringVar(&t.MyData, "my-data", "", "managed mariadb: data directory, kept between commands (default dbparity-data/mariadb)")
+	fs.Var(&c.mySet, "my-set", "managed mariadb: server option name=value (repeatable)")
+	fs.StringVar(&t.MyConf, "my-conf", "", "managed mariadb: option file ([mysqld] lines)")
 	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
 	return fs, c
 }
@@ -262,6 +267,7 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 		return runner.UsageError{Err: fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), fs.Name())}
 	}
 	c.opts.Target.PGSet = c.pgSet
+	c.opts.Target.MySet = c.mySet
 	if len(c.targets) > 0 {
 		c.opts.Target.URL = c.targets[0]
 	}

@@ -91,8 +91,9 @@ func labels(gs []Group) []string {
 }
 
 // Comparable refuses groups whose runs cannot be compared: another
-// workload, another workload version, or another value of a parameter that
-// shapes the data (the scale).
+// workload, another workload version, another engine (MySQL or MariaDB
+// against another), or another value of a parameter that shapes the data
+// (the scale).
 func Comparable(gs []Group, loadParams []string) error {
 	ref := gs[0].Runs[0]
 	for _, g := range gs {
@@ -104,6 +105,9 @@ func Comparable(gs []Group, loadParams []string) error {
 				return fmt.Errorf("%s was driver-bound (%s): its throughput may be the driver's limit, not the platform's; give the driver more CPU (or another host), or pass --force", g.Files[i], r.Driver.BoundReason)
 			case r.Workload.Name != ref.Workload.Name:
 				return fmt.Errorf("%s runs %s, %s runs %s: not comparable (pass --force to compare anyway)", g.Files[i], r.Workload.Name, gs[0].Files[0], ref.Workload.Name)
+			case (r.Target.Dialect == "mysql") != (ref.Target.Dialect == "mysql"):
+				return fmt.Errorf("%s ran on %s, %s on %s: different engines run different SQL and storage, not comparable as platforms (pass --force to compare anyway)",
+					g.Files[i], r.Target.Dialect, gs[0].Files[0], ref.Target.Dialect)
 			case r.Workload.Version != ref.Workload.Version:
 				return fmt.Errorf("%s runs %s version %s, %s version %s: not comparable (pass --force)", g.Files[i], r.Workload.Name, r.Workload.Version, gs[0].Files[0], ref.Workload.Version)
 			}

@@ -6,6 +6,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,7 @@ const DefaultDataDir = "dbparity-data"
 // Target is where a command connects.
 type Target struct {
 	URL     string   // --target; "" with no Managed means the embedded default
-	Managed string   // --managed: "postgres" or ""
+	Managed string   // --managed: "postgres", "mariadb" or ""
 	PGBin   string   // --pg-bin
 	PGData  string   // --pg-data
 	PGSet   []string // --pg-set name=value
@@ -56,8 +57,12 @@ type Target struct {
 	PGPreset string
 	// CPUs confines a managed server's processes to these CPUs (a sweep
 	// over cpus=); nil leaves them free.
-	CPUs     []int
-	Progress io.Writer
+	CPUs []int
+	// MyBin, MyData, MySet and MyConf are --pg-bin and the rest for
+	// --managed mariadb (option file lines, names with - or _).
+	MyBin, MyData, MyConf string
+	MySet                 []string
+	Progress              io.Writer
 }
 
 // Common are the options every command shares.
@@ -83,7 +88,7 @@ func (o *opened) close() {
 	o.Target.Close()
 	if o.managed != nil {
 		if err := o.managed.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "dbparity: stop managed postgres: %v\n", err)
+			fmt.Fprintf(os.Stderr, "dbparity: stop managed %s: %v\n", o.managed.Engine, err)
 		}
 	}
 }
@@ -94,10 +99,11 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		return nil, usage("--target and --managed both given: choose one")
 	case t.Managed == "" && len(t.CPUs) > 0:
 		return nil, usage("cpus= confines a managed server's processes: it needs --managed postgres (on another server, set its CPUs yourself and --label each run)")
+	case t.Managed != "postgres" && (len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != ""):
+		return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
+	case t.Managed != "mariadb" && (len(t.MySet) > 0 || t.MyConf != "" || t.MyData != "" || t.MyBin != ""):
+		return nil, usage("--my-set, --my-conf, --my-data and --my-bin apply to --managed mariadb only")
 	case t.Managed == "":
-		if len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != "" {
-			return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
-		}
 		tg, err := target.Open(t.URL)
 		if err != nil {
 			return nil, UsageError{err}
@@ -105,8 +111,11 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		return &opened{Target: tg}, nil
 	}
 	kind, version, _ := strings.Cut(t.Managed, "@")
+	if kind == "mariadb" && version == "" {
+		return openMariaDB(ctx, t)
+	}
 	if kind != "postgres" {
-		return nil, usage("--managed %q: only postgres can be managed", t.Managed)
+		return nil, usage("--managed %q: postgres and mariadb can be managed", t.Managed)
 	}
 	if version != "" {
 		return nil, usage("--managed %s: choosing a PostgreSQL version is not supported yet; use --managed postgres (the local binaries, or --pg-bin DIR)", t.Managed)
@@ -138,8 +147,14 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("managed postgres: %w", err)
 	}
-	if len(t.CPUs) > 0 {
-		if err := inst.SetCPUs(t.CPUs); err != nil {
+	return openManaged(inst, t.CPUs)
+}
+
+// openManaged confines a started server to cpus (when given) and opens
+// its target; on failure the server is stopped.
+func openManaged(inst *managed.Instance, cpus []int) (*opened, error) {
+	if len(cpus) > 0 {
+		if err := inst.SetCPUs(cpus); err != nil {
 			inst.Stop()
 			return nil, err
 		}
@@ -151,6 +166,27 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	}
 	tg.Settings = inst.Settings
 	return &opened{Target: tg, managed: inst}, nil
+}
+
+// openMariaDB starts a managed MariaDB.
+func openMariaDB(ctx context.Context, t Target) (*opened, error) {
+	for _, s := range t.MySet {
+		if _, _, err := managed.ParseMySetting(s); err != nil {
+			return nil, UsageError{fmt.Errorf("--my-set %s: %w", s, err)}
+		}
+	}
+	if t.MyConf != "" {
+		if _, err := os.Stat(t.MyConf); err != nil {
+			return nil, usage("--my-conf %s: %v", t.MyConf, errors.Unwrap(err))
+		}
+	}
+	data := cmp.Or(t.MyData, filepath.Join(DefaultDataDir, "mariadb"))
+	inst, err := managed.StartMariaDB(ctx, managed.Options{BinDir: t.MyBin, DataDir: data, Settings: t.MySet,
+		ConfFile: t.MyConf, Log: t.Progress})
+	if err != nil {
+		return nil, fmt.Errorf("managed mariadb: %w", err)
+	}
+	return openManaged(inst, t.CPUs)
 }
 
 // Preset is a named set of managed server settings.

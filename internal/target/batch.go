@@ -118,20 +118,23 @@ func (p *pgConn) SendBatch(ctx context.Context, b *Batch) error {
 
 // SendBatch runs b's statements one after another: SQLite is in the
 // process, there is no round trip to save.
-func (s *sqliteConn) SendBatch(ctx context.Context, b *Batch) error {
+func (s *sqliteConn) SendBatch(ctx context.Context, b *Batch) error { return b.runEach(ctx, s) }
+
+// runEach runs b's statements one after another on c.
+func (b *Batch) runEach(ctx context.Context, c Conn) error {
 	for i := range b.items {
 		it := &b.items[i]
 		var err error
 		switch {
 		case it.begin != nil:
-			err = s.Begin(ctx, *it.begin)
+			err = c.Begin(ctx, *it.begin)
 		case it.Dest != nil:
-			if err = s.QueryRow(ctx, it.SQL, it.Args...).Scan(it.Dest...); errors.Is(err, ErrNoRows) {
+			if err = c.QueryRow(ctx, it.SQL, it.Args...).Scan(it.Dest...); errors.Is(err, ErrNoRows) {
 				it.NoRows, err = true, nil
 			}
 		case it.Each != nil:
 			var rows Rows
-			if rows, err = s.Query(ctx, it.SQL, it.Args...); err == nil {
+			if rows, err = c.Query(ctx, it.SQL, it.Args...); err == nil {
 				for err == nil && rows.Next() {
 					err = it.Each(rows)
 				}
@@ -141,7 +144,7 @@ func (s *sqliteConn) SendBatch(ctx context.Context, b *Batch) error {
 				rows.Close()
 			}
 		default:
-			it.Affected, err = s.Exec(ctx, it.SQL, it.Args...)
+			it.Affected, err = c.Exec(ctx, it.SQL, it.Args...)
 		}
 		if err != nil {
 			return fmt.Errorf("statement %d of the batch: %w", i+1, err)

@@ -2,10 +2,14 @@ package target
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -49,6 +53,21 @@ func Classify(err error) ErrorClass {
 			return ErrorClass{Name: "locked", Retry: true}
 		}
 		return ErrorClass{Name: "sqlite_" + sqliteCodeName(se.Code()&0xff)}
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1213: // ER_LOCK_DEADLOCK
+			return ErrorClass{Name: "deadlock", Retry: true}
+		case 1205: // ER_LOCK_WAIT_TIMEOUT
+			return ErrorClass{Name: "lock_wait_timeout", Retry: true}
+		case 1053, 1927, 4031: // shutdown in progress, connection killed, idle timeout
+			return ErrorClass{Name: "connection", Lost: true}
+		}
+		return ErrorClass{Name: "mysql_" + strconv.Itoa(int(me.Number))}
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) {
+		return ErrorClass{Name: "connection", Lost: true}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) {

@@ -43,7 +43,7 @@ func openPostgres(raw string) (*Target, error) {
 	// Prepared once per connection, then executed with the binary protocol:
 	// the cheapest way for the driver to send the same statements again.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	t := &Target{Dialect: Postgres, URL: shown, pgConfig: cfg}
+	t := &Target{Dialect: Postgres, URL: shown, pgConfig: cfg, host: cfg.Host}
 	t.connect = func(ctx context.Context, app string) (Conn, error) {
 		cc := cfg.Copy()
 		if app != "" {
@@ -210,13 +210,10 @@ func SQLState(err error) string {
 // to a container still reaches this host's kernel, whose counters are the
 // ones to read.
 func (t *Target) OnThisHost() bool {
-	if t.Dialect != Postgres {
+	if t.Dialect == SQLite {
 		return true
 	}
-	if t.pgConfig == nil {
-		return false
-	}
-	h := t.pgConfig.Host
+	h := t.host
 	if strings.HasPrefix(h, "/") || h == "localhost" {
 		return true
 	}

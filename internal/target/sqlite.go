@@ -246,7 +246,13 @@ func (s *sqliteConn) collect() {
 const sqliteMaxVars = 30000
 
 func (s *sqliteConn) CopyFrom(ctx context.Context, table string, cols []string, rows [][]any) (int64, error) {
-	per := min(500, sqliteMaxVars/len(cols))
+	return insertRows(ctx, s, table, cols, rows, sqliteMaxVars)
+}
+
+// insertRows inserts rows in multi-row INSERTs of up to 500 rows and at
+// most maxParams placeholders each.
+func insertRows(ctx context.Context, c Conn, table string, cols []string, rows [][]any, maxParams int) (int64, error) {
+	per := min(500, maxParams/len(cols))
 	var n int64
 	args := make([]any, 0, per*len(cols))
 	for len(rows) > 0 {
@@ -256,7 +262,7 @@ func (s *sqliteConn) CopyFrom(ctx context.Context, table string, cols []string, 
 		for _, r := range batch {
 			args = append(args, r...)
 		}
-		k, err := s.Exec(ctx, insertValues(table, cols, len(batch)), args...)
+		k, err := c.Exec(ctx, insertValues(table, cols, len(batch)), args...)
 		if err != nil {
 			return n, err
 		}

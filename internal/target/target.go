@@ -28,6 +28,7 @@ type Dialect int
 const (
 	Postgres Dialect = iota + 1
 	SQLite
+	MySQL // MySQL and MariaDB
 )
 
 func (d Dialect) String() string {
@@ -36,6 +37,8 @@ func (d Dialect) String() string {
 		return "postgres"
 	case SQLite:
 		return "sqlite"
+	case MySQL:
+		return "mysql"
 	}
 	return "unknown"
 }
@@ -44,10 +47,10 @@ func (d Dialect) String() string {
 // change. SQLite has none: a write transaction already holds the database's
 // single write lock.
 func (d Dialect) ForUpdate() string {
-	if d == Postgres {
-		return " FOR UPDATE"
+	if d == SQLite {
+		return ""
 	}
-	return ""
+	return " FOR UPDATE"
 }
 
 // TxMode says what a transaction will do, so the dialect can start it the
@@ -115,6 +118,7 @@ type Target struct {
 
 	connect  func(ctx context.Context, app string) (Conn, error) // app "" for a session
 	pgConfig *pgx.ConnConfig                                     // PostgreSQL: the parsed URL, for replay connections
+	host     string                                              // a server's (first) host or unix socket
 	close    func() error
 	counters func() map[string]float64
 }
@@ -149,9 +153,9 @@ func Open(raw string) (*Target, error) {
 	case "sqlite", "file":
 		return openSQLite(raw)
 	case "mysql", "mariadb":
-		return nil, fmt.Errorf("target %q: mysql targets are not supported yet: use postgres://, sqlite:// or --managed postgres", Redact(raw))
+		return openMySQL(raw)
 	}
-	return nil, fmt.Errorf("target %q: unknown scheme %q: use postgres://USER@HOST:PORT/DB, sqlite://PATH or --managed postgres", Redact(raw), scheme)
+	return nil, fmt.Errorf("target %q: unknown scheme %q: use postgres://USER@HOST:PORT/DB, mysql://USER:PASS@HOST:PORT/DB, sqlite://PATH or --managed postgres", Redact(raw), scheme)
 }
 
 // Connect opens one new connection for a session.
@@ -190,8 +194,11 @@ func (t *Target) Close() error {
 // default schema.
 func (d Dialect) TableExists(ctx context.Context, c Conn, table string) (bool, error) {
 	q := "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1"
-	if d == Postgres {
+	switch d {
+	case Postgres:
 		q = "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1"
+	case MySQL:
+		q = "SELECT count(*) FROM information_schema.tables WHERE table_schema = database() AND table_name = $1"
 	}
 	var n int64
 	if err := c.QueryRow(ctx, q, table).Scan(&n); err != nil {
@@ -208,8 +215,11 @@ func (d Dialect) ConcurrentWriters() bool { return d != SQLite }
 // ServerVersion returns the server's version string.
 func (d Dialect) ServerVersion(ctx context.Context, c Conn) (string, error) {
 	q := "SELECT sqlite_version()"
-	if d == Postgres {
+	switch d {
+	case Postgres:
 		q = "SHOW server_version"
+	case MySQL:
+		q = "SELECT version()"
 	}
 	var v string
 	if err := c.QueryRow(ctx, q).Scan(&v); err != nil {
@@ -222,12 +232,69 @@ func (d Dialect) ServerVersion(ctx context.Context, c Conn) (string, error) {
 // the dialect cannot tell (SQLite built without the dbstat table).
 func (d Dialect) TableBytes(ctx context.Context, c Conn, table string) int64 {
 	q := "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = $1 OR name IN (SELECT name FROM sqlite_master WHERE tbl_name = $1)"
-	if d == Postgres {
+	switch d {
+	case Postgres:
 		q = "SELECT pg_total_relation_size($1::regclass)"
+	case MySQL:
+		// InnoDB's estimate, refreshed by ANALYZE TABLE.
+		q = "SELECT data_length + index_length FROM information_schema.tables WHERE table_schema = database() AND table_name = $1"
 	}
 	var n int64
 	if err := c.QueryRow(ctx, q, table).Scan(&n); err != nil {
 		return -1
 	}
 	return n
+}
+
+// CreateTable is the CREATE TABLE statement of a table with these column
+// definitions (standard types: int, numeric, varchar, char, timestamp) and
+// primary key ("" for none). Where rows are clustered by the key (SQLite's
+// WITHOUT ROWID tables, InnoDB) the key is declared here; PostgreSQL adds
+// it after loading (KeysAfterLoad), which is faster than maintaining it
+// while loading.
+func (d Dialect) CreateTable(name, columns, pk string) string {
+	s := "CREATE TABLE " + name + " (" + columns
+	switch {
+	case d == MySQL:
+		// MySQL's timestamp ends in 2038 and converts to the session's
+		// time zone; datetime is the standard's timestamp.
+		s = strings.ReplaceAll(s, " timestamp", " datetime")
+		if pk != "" {
+			s += ", PRIMARY KEY (" + pk + ")"
+		}
+		return s + ") ENGINE=InnoDB"
+	case d == SQLite && pk != "":
+		return s + ", PRIMARY KEY (" + pk + ")) WITHOUT ROWID"
+	}
+	return s + ")"
+}
+
+// KeysAfterLoad tells whether primary keys are added once the data is in
+// (ALTER TABLE ... ADD PRIMARY KEY) rather than declared by CreateTable.
+func (d Dialect) KeysAfterLoad() bool { return d == Postgres }
+
+// Analyze is the statement that refreshes a table's planner statistics.
+func (d Dialect) Analyze(table string) string {
+	if d == MySQL {
+		return "ANALYZE TABLE " + table
+	}
+	return "ANALYZE " + table
+}
+
+// Procedures tells whether the dialect has the server-side procedures a
+// workload's procedure mode needs (PL/pgSQL).
+func (d Dialect) Procedures() bool { return d == Postgres }
+
+// BeginSnapshot opens a read-only transaction whose statements all see
+// one snapshot of the database (a consistency check).
+func (d Dialect) BeginSnapshot(ctx context.Context, c Conn) error {
+	switch d {
+	case Postgres:
+		_, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+		return err
+	case MySQL:
+		_, err := c.Exec(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+		return err
+	}
+	return c.Begin(ctx, ReadOnly)
 }

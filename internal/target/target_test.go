@@ -27,6 +27,7 @@ func TestOpen(t *testing.T) {
 		{"  dbname=bench password = 'a b\\' c'", Postgres, "  dbname=bench password = 'xxxxx'"},
 		{"POSTGRESQL://bench:s3cret@db1/bench", Postgres, "POSTGRESQL://bench:xxxxx@db1/bench"},
 		{"file:rel/x.db", SQLite, "sqlite://rel/x.db"},
+		{"mysql://bench:s3cret@db1/bench?tls=true", MySQL, "mysql://bench:xxxxx@db1/bench?tls=true"},
 	} {
 		tg, err := Open(tc.url)
 		if err != nil {
@@ -41,7 +42,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	for _, u := range []string{"db1:5432", "oracle://x", "mysql://root@h/db", "sqlite://", "postgres://u:pw@h:notaport/db", "sqlite://x.db?%zz"} {
+	for _, u := range []string{"db1:5432", "oracle://x", "mysql://root:pw@h", "sqlite://", "postgres://u:pw@h:notaport/db", "sqlite://x.db?%zz"} {
 		_, err := Open(u)
 		if err == nil {
 			t.Errorf("Open(%q) succeeded", u)

@@ -109,7 +109,7 @@ func (i *Instance) prepareDirs() error {
 	if err := i.lock(); err != nil {
 		return err
 	}
-	if err := checkReusable(i.DataDir); err != nil {
+	if err := i.checkReusable(); err != nil {
 		return err
 	}
 	if err := i.pickSocketDir(); err != nil {
@@ -163,18 +163,30 @@ func makeDirs(dir string) error {
 
 // checkReusable refuses a directory that holds something other than a
 // cluster: initdb would refuse it too, and as root the tree is chowned.
-func checkReusable(dir string) error {
-	if isCluster(dir) {
+func (i *Instance) checkReusable() error {
+	if i.initialised() {
 		return nil
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(i.DataDir)
 	if err != nil {
 		return fmt.Errorf("read data directory: %w", err)
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("--pg-data %s is not empty and holds no PostgreSQL cluster: name a new or empty directory", dir)
+		if i.Engine == MariaDB {
+			return fmt.Errorf("--my-data %s is not empty and holds no MariaDB data directory: name a new or empty directory", i.DataDir)
+		}
+		return fmt.Errorf("--pg-data %s is not empty and holds no PostgreSQL cluster: name a new or empty directory", i.DataDir)
 	}
 	return nil
+}
+
+// initialised tells whether the data directory holds the engine's files.
+func (i *Instance) initialised() bool {
+	if i.Engine == MariaDB {
+		_, err := os.Stat(filepath.Join(i.DataDir, "mysql"))
+		return err == nil
+	}
+	return isCluster(i.DataDir)
 }
 
 func isCluster(dir string) bool {

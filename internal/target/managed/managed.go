@@ -13,7 +13,6 @@ package managed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -48,8 +47,17 @@ type Options struct {
 	Loopback bool
 }
 
+// Engine is the server a managed Instance runs.
+type Engine string
+
+const (
+	Postgres Engine = "postgres"
+	MariaDB  Engine = "mariadb"
+)
+
 // Instance is a running cluster.
 type Instance struct {
+	Engine             Engine
 	DataDir, SocketDir string
 	Port               int
 	User               string // database superuser to connect as
@@ -61,11 +69,12 @@ type Instance struct {
 	CPUs               []int // the CPUs the server is confined to (SetCPUs); nil: not confined
 	Loopback           bool  // also listens on 127.0.0.1:Port (Options.Loopback)
 
-	bin       string
-	cred      *syscall.Credential // nil: run as ourselves
-	tmpSocket bool                // SocketDir is ours to remove
-	log       io.Writer
-	realDir   string // DataDir with symlinks resolved, as /proc/PID/cwd shows it
+	bin        string
+	installBin string              // MariaDB: mariadb-install-db (bin is mariadbd)
+	cred       *syscall.Credential // nil: run as ourselves
+	tmpSocket  bool                // SocketDir is ours to remove
+	log        io.Writer
+	realDir    string // DataDir with symlinks resolved, as /proc/PID/cwd shows it
 
 	lockDir      *os.File  // flocked: this Instance owns the data directory (owner.go)
 	watchdog     *exec.Cmd // stops the server if we die (watchdog.go)
@@ -89,7 +98,7 @@ func Start(ctx context.Context, o Options) (_ *Instance, err error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &Instance{User: superuser, Database: database, log: o.Log, Loopback: o.Loopback}
+	i := &Instance{Engine: Postgres, User: superuser, Database: database, log: o.Log, Loopback: o.Loopback}
 	if err := i.locate(ctx, o); err != nil {
 		return nil, err
 	}
@@ -121,7 +130,12 @@ func Start(ctx context.Context, o Options) (_ *Instance, err error) {
 }
 
 // URL is a connection URL for the cluster's socket, for pgx.ParseConfig.
-func (i *Instance) URL() string { return i.url(i.Database) }
+func (i *Instance) URL() string {
+	if i.Engine == MariaDB {
+		return i.mariadbURL(i.Database)
+	}
+	return i.url(i.Database)
+}
 
 func (i *Instance) url(db string) string {
 	host := i.SocketDir
@@ -170,23 +184,27 @@ func (i *Instance) Restart(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.stopped {
-		return errors.New("restart postgres: the instance was stopped")
+		return fmt.Errorf("restart %s: the instance was stopped", i.Engine)
 	}
 	if err := i.stopPID(i.PID); err != nil {
-		return fmt.Errorf("restart postgres: %w", err)
+		return fmt.Errorf("restart %s: %w", i.Engine, err)
 	}
 	// Backends of a postmaster killed alone may still hold its shared
 	// memory, which the new postmaster refuses to share.
 	if err := i.killAll(); err != nil {
-		return fmt.Errorf("restart postgres: %w", err)
+		return fmt.Errorf("restart %s: %w", i.Engine, err)
 	}
-	if err := i.start(ctx); err != nil {
+	start := i.start
+	if i.Engine == MariaDB {
+		start = i.startMariaDB
+	}
+	if err := start(ctx); err != nil {
 		if i.PID != 0 {
 			i.stopPID(i.PID)
 		}
 		return err
 	}
-	i.logf("restarted postgres pid %d", i.PID)
+	i.logf("restarted %s pid %d", i.Engine, i.PID)
 	if i.CPUs != nil {
 		return i.SetCPUs(i.CPUs)
 	}
@@ -217,7 +235,7 @@ func (i *Instance) Signal(sig syscall.Signal) (int, error) {
 		}
 	}
 	if len(done) == 0 {
-		return 0, fmt.Errorf("signal postgres: no server process runs in %s", i.DataDir)
+		return 0, fmt.Errorf("signal %s: no server process runs in %s", i.Engine, i.DataDir)
 	}
 	return len(done), nil
 }

@@ -84,7 +84,12 @@ func serverVersion(ctx context.Context, bin string) (string, error) {
 // postmaster in a session of its own). Cancelling ctx sends SIGTERM to the
 // group, which initdb answers by removing what it made.
 func (i *Instance) command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, filepath.Join(i.bin, name), args...)
+	return i.commandAt(ctx, filepath.Join(i.bin, name), args...)
+}
+
+// commandAt is command for a program given by its path.
+func (i *Instance) commandAt(ctx context.Context, path string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, path, args...)
 	// The caller's working directory (/root, say) may be closed to the
 	// server's user; the tools then complain about it on every call.
 	cmd.Dir = i.DataDir
@@ -236,6 +241,9 @@ func (i *Instance) createDatabase(ctx context.Context) error {
 func (i *Instance) stopPID(pid int) error {
 	if pid == 0 || !i.ours(pid) {
 		return nil
+	}
+	if i.Engine == MariaDB {
+		return i.stopMariaDB(pid)
 	}
 	// A frozen (SIGSTOPped) server would keep pg_ctl waiting its 60 s.
 	i.resume()

@@ -49,11 +49,7 @@ func (o *OrderEntry) Check(ctx context.Context, c target.Conn, d target.Dialect)
 	if err := o.Prepare(ctx, c, d); err != nil {
 		return nil, err
 	}
-	if d == target.Postgres {
-		if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-			return nil, err
-		}
-	} else if err := c.Begin(ctx, target.ReadOnly); err != nil {
+	if err := d.BeginSnapshot(ctx, c); err != nil {
 		return nil, err
 	}
 	defer c.Rollback(context.WithoutCancel(ctx))

@@ -31,7 +31,7 @@ func (o *OrderEntry) Load(ctx context.Context, env *workload.LoadEnv) error {
 	if err := workload.RunUnits(ctx, env, indexUnits(d)); err != nil {
 		return err
 	}
-	if d == target.Postgres {
+	if d.Procedures() {
 		if err := createProcedures(ctx, c); err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func indexUnits(d target.Dialect) []workload.Unit {
 	var units []workload.Unit
 	for i := range tables {
 		var stmts []string
-		if d == target.Postgres && tables[i].pk != "" {
+		if d.KeysAfterLoad() && tables[i].pk != "" {
 			stmts = append(stmts, primaryKeySQL(i))
 		}
 		for _, ix := range indexes {
@@ -232,7 +232,7 @@ func indexUnits(d target.Dialect) []workload.Unit {
 				stmts = append(stmts, ix)
 			}
 		}
-		stmts = append(stmts, "ANALYZE "+tables[i].name)
+		stmts = append(stmts, d.Analyze(tables[i].name))
 		units = append(units, workload.Unit{Name: "index " + tables[i].name,
 			Load: func(ctx context.Context, c target.Conn) (int64, error) {
 				for _, s := range stmts {

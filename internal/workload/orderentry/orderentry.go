@@ -180,8 +180,11 @@ func (o *OrderEntry) Prepare(ctx context.Context, c target.Conn, d target.Dialec
 	o.Warehouses = int(w)
 	o.loaded = constants{cLast: int(cl)}
 	if o.Mode == ModeProcedures {
-		if d != target.Postgres {
-			return fmt.Errorf("--mode procedures needs PostgreSQL: %s has no stored procedures (use --mode client)", d)
+		if !d.Procedures() {
+			if d == target.SQLite {
+				return errors.New("--mode procedures needs PostgreSQL: sqlite has no stored procedures (use --mode client)")
+			}
+			return fmt.Errorf("--mode procedures needs PostgreSQL: order-entry has no %s procedures yet (use --mode client)", d)
 		}
 		return checkProcedures(ctx, c)
 	}

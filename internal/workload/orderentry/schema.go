@@ -44,17 +44,9 @@ func columnNames(def string) []string {
 	return cols
 }
 
-// createSQL returns the CREATE TABLE statement. On PostgreSQL the primary
-// key is added after the data is copied (faster than maintaining it while
-// loading); SQLite cannot add one later, and its WITHOUT ROWID tables keep
-// rows clustered by key, as InnoDB does.
+// createSQL returns the CREATE TABLE statement.
 func createSQL(d target.Dialect, t int) string {
-	tb := tables[t]
-	s := "CREATE TABLE " + tb.name + " (" + tb.columns
-	if d == target.SQLite && tb.pk != "" {
-		return s + ", PRIMARY KEY (" + tb.pk + ")) WITHOUT ROWID"
-	}
-	return s + ")"
+	return d.CreateTable(tables[t].name, tables[t].columns, tables[t].pk)
 }
 
 func primaryKeySQL(t int) string {

@@ -1,0 +1,462 @@
+package target
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// The driver's own log lines (a write to a closed socket) would reach the
+// user's terminal; its errors reach the caller all the same.
+func init() { mysql.SetLogger(log.New(io.Discard, "", 0)) }
+
+// openMySQL parses mysql://USER:PASS@HOST:PORT/DB?PARAMS (or mariadb://).
+// socket=PATH connects through a unix socket instead of HOST:PORT; every
+// other parameter is go-sql-driver/mysql's (tls=true|skip-verify|preferred,
+// timeouts, charset) or a server variable, passed through.
+func openMySQL(raw string) (*Target, error) {
+	shown := Redact(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: not a valid URL: use mysql://USER:PASS@HOST:PORT/DB", shown)
+	}
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+		return nil, fmt.Errorf("target %q names no database: use mysql://USER:PASS@HOST:PORT/DB", shown)
+	}
+	cfg.Net, cfg.Addr = "tcp", u.Host
+	if u.Port() == "" && u.Host != "" {
+		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	q := u.Query()
+	if s := q.Get("socket"); s != "" {
+		cfg.Net, cfg.Addr = "unix", s
+		q.Del("socket")
+	} else if u.Host == "" {
+		return nil, fmt.Errorf("target %q names no host: use mysql://USER:PASS@HOST:PORT/DB or ?socket=PATH", shown)
+	}
+	// The remaining parameters go through the driver's own DSN parser, so
+	// each means what go-sql-driver/mysql documents.
+	if len(q) > 0 {
+		parsed, err := mysql.ParseDSN("/?" + q.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %s", shown, strings.TrimPrefix(err.Error(), "invalid DSN: "))
+		}
+		cfg.Params, cfg.TLS, cfg.TLSConfig = parsed.Params, parsed.TLS, parsed.TLSConfig
+		cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = parsed.Timeout, parsed.ReadTimeout, parsed.WriteTimeout
+		cfg.Collation, cfg.AllowNativePasswords, cfg.AllowCleartextPasswords = parsed.Collation, parsed.AllowNativePasswords, parsed.AllowCleartextPasswords
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	cfg.ParseTime, cfg.Loc = true, time.UTC
+	cfg.InterpolateParams = false // server-side prepared statements
+	cfg.ClientFoundRows = true    // rows matched, as PostgreSQL counts an UPDATE
+	cfg.DialFunc = dialCounted
+	flavor := strings.ToLower(u.Scheme)
+	t := &Target{Dialect: MySQL, URL: shown, Settings: map[string]string{"flavor": flavor}}
+	t.host = u.Hostname()
+	if cfg.Net == "unix" {
+		t.host = cfg.Addr
+	}
+	sessions := cfg.Clone()
+	// The workloads' SQL concatenates with ||, as the standard does.
+	if sessions.Params == nil {
+		sessions.Params = map[string]string{}
+	}
+	sessions.Params["sql_mode"] = "CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')"
+	open := func(c *mysql.Config) (*sql.DB, error) {
+		conn, err := mysql.NewConnector(c)
+		if err != nil {
+			return nil, err
+		}
+		db := sql.OpenDB(conn)
+		// A session's connection is its own from connect to close: no pool
+		// keeps it, so each dial is counted for the session that made it.
+		db.SetMaxIdleConns(0)
+		return db, nil
+	}
+	sdb, err := open(sessions)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %v", shown, err)
+	}
+	cdb, err := open(cfg)
+	if err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("target %q: %v", shown, err)
+	}
+	t.close = func() error { return errors.Join(sdb.Close(), cdb.Close()) }
+	t.connect = func(ctx context.Context, app string) (Conn, error) {
+		db := sdb
+		if app != "" {
+			db = cdb
+		}
+		n := &netCounts{}
+		c, err := db.Conn(context.WithValue(ctx, netCountsKey{}, n))
+		if err != nil {
+			return nil, errors.New(mysqlConnectMessage(err))
+		}
+		if err := c.PingContext(ctx); err != nil {
+			c.Close()
+			return nil, errors.New(mysqlConnectMessage(err))
+		}
+		return &mysqlConn{c: c, stmts: map[string]*mysqlStmt{}, net: n, prepare: app == ""}, nil
+	}
+	return t, nil
+}
+
+func mysqlConnectMessage(err error) string {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return fmt.Sprintf("server refused: %s (MySQL error %d)", me.Message, me.Number)
+	}
+	return oneLine(err)
+}
+
+// netCounts counts a connection's round trips at the socket: a write that
+// follows a read (or comes first) starts one.
+type netCounts struct {
+	trips   atomic.Int64
+	writing atomic.Bool
+}
+
+type netCountsKey struct{}
+
+type countedConn struct {
+	net.Conn
+	n *netCounts
+}
+
+func (c countedConn) Write(b []byte) (int, error) {
+	if !c.n.writing.Swap(true) {
+		c.n.trips.Add(1)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c countedConn) Read(b []byte) (int, error) {
+	c.n.writing.Store(false)
+	return c.Conn.Read(b)
+}
+
+func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := ctx.Value(netCountsKey{}).(*netCounts); ok {
+		return countedConn{c, n}, nil
+	}
+	return c, nil
+}
+
+// mysqlConn is one session. Statements are written with $1 placeholders
+// and rewritten once per text (mysqlStmt).
+type mysqlConn struct {
+	c       *sql.Conn
+	stmts   map[string]*mysqlStmt
+	net     *netCounts
+	n       atomic.Int64
+	prepare bool // sessions prepare; a collector's statements go as text
+	lost    bool
+	inTx    bool
+}
+
+// mysqlStmt is a statement text as MySQL takes it: ? placeholders with
+// the $N each stands for, prepared on first use. An UPDATE ... RETURNING
+// (MySQL has none) is split in two: the UPDATE, then a SELECT of the
+// returned expressions with the same WHERE, which reads the rows the
+// UPDATE just changed and still locks.
+type mysqlStmt struct {
+	text   string
+	n      int   // $N placeholders: the arguments it takes (0: pass all, for ? texts)
+	order  []int // order[i] is the $N (from 1) of the i-th ?; nil: $1..$n in order
+	st     *sql.Stmt
+	then   *mysqlStmt // the SELECT of a split UPDATE ... RETURNING
+	update bool       // this is the UPDATE of a split
+}
+
+func (m *mysqlConn) stmt(ctx context.Context, query string) (*mysqlStmt, error) {
+	if s, ok := m.stmts[query]; ok {
+		return s, nil
+	}
+	var s *mysqlStmt
+	if upd, sel, ok := SplitUpdateReturning(query); ok {
+		s = rebindQuestion(upd)
+		s.update, s.then = true, rebindQuestion(sel)
+	} else {
+		s = rebindQuestion(query)
+	}
+	if m.prepare && preparable(query) {
+		for p := s; p != nil; p = p.then {
+			st, err := m.c.PrepareContext(ctx, p.text)
+			if err != nil {
+				return nil, m.fail(err)
+			}
+			p.st = st
+		}
+	}
+	m.stmts[query] = s
+	return s, nil
+}
+
+// preparable tells whether a statement is DML, which sessions prepare;
+// DDL and utility statements (ANALYZE TABLE returns a result set the
+// binary protocol does not end as the driver expects) go as text.
+func preparable(q string) bool {
+	verb, _, _ := strings.Cut(strings.TrimSpace(q), " ")
+	switch strings.ToUpper(verb) {
+	case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "CALL":
+		return true
+	}
+	return false
+}
+
+// rebindQuestion turns $N placeholders (outside quotes) into ?.
+func rebindQuestion(q string) *mysqlStmt {
+	var b strings.Builder
+	var order []int
+	inOrder := true
+	inStr := false
+	for i := 0; i < len(q); i++ {
+		ch := q[i]
+		if ch == '\'' {
+			inStr = !inStr
+		}
+		if inStr || ch != '$' || i+1 >= len(q) || q[i+1] < '0' || q[i+1] > '9' {
+			b.WriteByte(ch)
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		n, _ := strconv.Atoi(q[i+1 : j])
+		order = append(order, n)
+		inOrder = inOrder && n == len(order)
+		b.WriteByte('?')
+		i = j - 1
+	}
+	s := &mysqlStmt{text: b.String(), n: len(order)}
+	if !inOrder {
+		s.order = order
+	}
+	return s
+}
+
+// args arranges the call's arguments for the ?s.
+func (s *mysqlStmt) args(in []any) ([]any, error) {
+	if s.order == nil {
+		// The SELECT of a split UPDATE takes fewer arguments than the call.
+		if s.n > 0 && len(in) > s.n {
+			return in[:s.n], nil
+		}
+		return in, nil
+	}
+	out := make([]any, len(s.order))
+	for i, n := range s.order {
+		if n < 1 || n > len(in) {
+			return nil, fmt.Errorf("statement uses $%d but %d arguments were given", n, len(in))
+		}
+		out[i] = in[n-1]
+	}
+	return out, nil
+}
+
+// SplitUpdateReturning splits "UPDATE t SET ... WHERE w RETURNING r" into
+// the UPDATE and "SELECT r FROM t WHERE w"; ok is false for any other
+// statement. Keywords are found outside quotes and parentheses.
+func SplitUpdateReturning(q string) (update, sel string, ok bool) {
+	fields := strings.Fields(q)
+	if len(fields) < 4 || !strings.EqualFold(fields[0], "UPDATE") || !strings.EqualFold(fields[2], "SET") {
+		return "", "", false
+	}
+	ret := topLevel(q, " RETURNING ")
+	where := topLevel(q, " WHERE ")
+	if ret < 0 || where < 0 || where > ret {
+		return "", "", false
+	}
+	return strings.TrimSpace(q[:ret]), "SELECT " + strings.TrimSpace(q[ret+len(" RETURNING "):]) + " FROM " + fields[1] +
+		" WHERE " + strings.TrimSpace(q[where+len(" WHERE "):ret]), true
+}
+
+// topLevel returns the index of the last occurrence of kw (any case)
+// outside quotes and parentheses, or -1.
+func topLevel(q, kw string) int {
+	depth, inStr, at := 0, false, -1
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; {
+		case c == '\'':
+			inStr = !inStr
+		case inStr:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth == 0 && i+len(kw) <= len(q) && strings.EqualFold(q[i:i+len(kw)], kw):
+			at = i
+		}
+	}
+	return at
+}
+
+// fail notes a lost connection and returns err.
+func (m *mysqlConn) fail(err error) error {
+	if err != nil && Classify(err).Lost {
+		m.lost = true
+	}
+	return err
+}
+
+func (m *mysqlConn) exec(ctx context.Context, s *mysqlStmt, args []any) (sql.Result, error) {
+	a, err := s.args(args)
+	if err != nil {
+		return nil, err
+	}
+	if s.st != nil {
+		return s.st.ExecContext(ctx, a...)
+	}
+	return m.c.ExecContext(ctx, s.text, a...)
+}
+
+func (m *mysqlConn) query(ctx context.Context, s *mysqlStmt, args []any) (*sql.Rows, error) {
+	a, err := s.args(args)
+	if err != nil {
+		return nil, err
+	}
+	if s.st != nil {
+		return s.st.QueryContext(ctx, a...)
+	}
+	return m.c.QueryContext(ctx, s.text, a...)
+}
+
+func (m *mysqlConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	m.n.Add(1)
+	s, err := m.stmt(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := m.exec(ctx, s, args)
+	if err != nil {
+		return 0, m.fail(err)
+	}
+	return res.RowsAffected()
+}
+
+func (m *mysqlConn) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	m.n.Add(1)
+	s, err := m.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.update {
+		if _, err := m.exec(ctx, s, args); err != nil {
+			return nil, m.fail(err)
+		}
+		m.n.Add(1)
+		s = s.then
+	}
+	r, err := m.query(ctx, s, args)
+	if err != nil {
+		return nil, m.fail(err)
+	}
+	return sqlRows{r}, nil
+}
+
+func (m *mysqlConn) QueryRow(ctx context.Context, query string, args ...any) Row {
+	r, err := m.Query(ctx, query, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return &firstRow{r: r}
+}
+
+// firstRow scans the first row of rows and closes them.
+type firstRow struct{ r Rows }
+
+func (f *firstRow) Scan(dest ...any) error {
+	defer f.r.Close()
+	if !f.r.Next() {
+		if err := f.r.Err(); err != nil {
+			return err
+		}
+		return ErrNoRows
+	}
+	return f.r.Scan(dest...)
+}
+
+func (m *mysqlConn) Begin(ctx context.Context, mode TxMode) error {
+	q := "START TRANSACTION"
+	if mode == ReadOnly {
+		q = "START TRANSACTION READ ONLY"
+	}
+	m.n.Add(1)
+	_, err := m.c.ExecContext(ctx, q)
+	m.inTx = err == nil
+	return m.fail(err)
+}
+
+func (m *mysqlConn) Commit(ctx context.Context) error {
+	m.n.Add(1)
+	_, err := m.c.ExecContext(ctx, "COMMIT")
+	m.inTx = false
+	return m.fail(err)
+}
+
+func (m *mysqlConn) Rollback(ctx context.Context) error {
+	m.n.Add(1)
+	_, err := m.c.ExecContext(ctx, "ROLLBACK")
+	m.inTx = false
+	return m.fail(err)
+}
+
+// mysqlMaxParams stays under the 65,535 placeholders a prepared statement
+// may have.
+const mysqlMaxParams = 60000
+
+// CopyFrom inserts the rows in multi-row INSERTs of up to 500 rows.
+func (m *mysqlConn) CopyFrom(ctx context.Context, table string, cols []string, rows [][]any) (int64, error) {
+	return insertRows(ctx, m, table, cols, rows, mysqlMaxParams)
+}
+
+// SendBatch runs b's statements one after another: the MySQL protocol
+// has no pipeline for prepared statements.
+func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error { return b.runEach(ctx, m) }
+
+func (m *mysqlConn) Statements() int64 { return m.n.Load() }
+func (m *mysqlConn) RoundTrips() int64 { return m.net.trips.Load() }
+func (m *mysqlConn) Lost() bool        { return m.lost }
+
+func (m *mysqlConn) Close() error {
+	if m.inTx && !m.lost {
+		m.c.ExecContext(context.Background(), "ROLLBACK")
+	}
+	for _, s := range m.stmts {
+		for p := s; p != nil; p = p.then {
+			if p.st != nil {
+				p.st.Close()
+			}
+		}
+	}
+	if m.lost {
+		// Hand database/sql a dead connection it will discard.
+		m.c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return m.c.Close()
+}

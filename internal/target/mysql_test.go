@@ -1,0 +1,192 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// mariaDB starts a managed MariaDB for the test, or skips (fails under
+// CI=true) when none is installed.
+func mariaDB(t *testing.T) *managed.Instance {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dbparity-my-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	inst, err := managed.StartMariaDB(context.Background(), managed.Options{DataDir: filepath.Join(dir, "data")})
+	if err != nil {
+		os.RemoveAll(dir)
+		if strings.Contains(err.Error(), "no MariaDB server binaries") && os.Getenv("CI") != "true" {
+			t.Skipf("MariaDB cannot be tested: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		inst.Stop()
+		os.RemoveAll(dir)
+	})
+	return inst
+}
+
+func TestMySQLURLs(t *testing.T) {
+	for _, tc := range []struct{ url, err string }{
+		{"mysql://u:secret@db1/bench", ""},
+		{"mariadb://u@db1:3307/bench?tls=skip-verify&readTimeout=5s", ""},
+		{"mysql://u@/bench?socket=/run/mysqld/mysqld.sock", ""},
+		{"mysql://u:secret@db1", "names no database"},
+		{"mysql://u:secret@/bench", "names no host"},
+		{"mysql://u:secret@db1/bench?readTimeout=soon", "invalid duration"},
+	} {
+		tg, err := Open(tc.url)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want %q", tc.url, err, tc.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error shows the password: %v", tc.url, err)
+		}
+		if err == nil {
+			if tg.Dialect != MySQL || strings.Contains(tg.URL, "secret") {
+				t.Errorf("%s: dialect %v, URL %s", tc.url, tg.Dialect, tg.URL)
+			}
+			tg.Close()
+		}
+	}
+}
+
+func TestSplitUpdateReturning(t *testing.T) {
+	u, s, ok := SplitUpdateReturning("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2 RETURNING d_tax, d_next_o_id - 1")
+	if !ok || u != "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2" ||
+		s != "SELECT d_tax, d_next_o_id - 1 FROM district WHERE d_w_id = $1 AND d_id = $2" {
+		t.Errorf("%q / %q / %v", u, s, ok)
+	}
+	// A RETURNING inside a string or parentheses is not the clause.
+	if _, _, ok := SplitUpdateReturning("UPDATE t SET a = ' RETURNING x' WHERE k = $1"); ok {
+		t.Error("split a statement with no RETURNING clause")
+	}
+	if _, _, ok := SplitUpdateReturning("INSERT INTO t VALUES (1) RETURNING a"); ok {
+		t.Error("split an INSERT")
+	}
+	st := rebindQuestion("SELECT $2, '$1', $1 + $2")
+	if st.text != "SELECT ?, '$1', ? + ?" || len(st.order) != 3 || st.order[0] != 2 || st.order[1] != 1 || st.order[2] != 2 {
+		t.Errorf("rebind: %q %v", st.text, st.order)
+	}
+	if st := rebindQuestion("SELECT $1, $2"); st.order != nil {
+		t.Errorf("in-order placeholders get a reorder %v", st.order)
+	}
+}
+
+// A session on a managed MariaDB: $N placeholders (reordered and
+// repeated), UPDATE ... RETURNING through its split, batches, ||, the
+// round trips counted at the socket, and a deadlock classified as
+// retryable.
+func TestMySQLSession(t *testing.T) {
+	inst := mariaDB(t)
+	tg, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if !tg.OnThisHost() {
+		t.Error("a socket target is not on this host")
+	}
+	ctx := context.Background()
+	c, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v, err := tg.Dialect.ServerVersion(ctx, c); err != nil || !strings.Contains(v, "MariaDB") {
+		t.Errorf("version %q, %v", v, err)
+	}
+	if _, err := c.Exec(ctx, "CREATE TABLE acct (id int PRIMARY KEY, bal decimal(12,2), note varchar(40)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := tg.Dialect.TableExists(ctx, c, "acct"); !ok || err != nil {
+		t.Errorf("TableExists: %v %v", ok, err)
+	}
+	if n, err := c.CopyFrom(ctx, "acct", []string{"id", "bal", "note"}, [][]any{{1, "10.50", "a"}, {2, "0", "b"}}); n != 2 || err != nil {
+		t.Fatalf("CopyFrom: %d %v", n, err)
+	}
+	if err := c.Begin(ctx, ReadWrite); err != nil {
+		t.Fatal(err)
+	}
+	var bal float64
+	var note string
+	if err := c.QueryRow(ctx, "UPDATE acct SET bal = bal + $2, note = $3 || note WHERE id = $1 RETURNING bal, note", 1, "1.25", "x").Scan(&bal, &note); err != nil || bal != 11.75 || note != "xa" {
+		t.Errorf("UPDATE ... RETURNING: %v %q %v", bal, note, err)
+	}
+	if err := c.QueryRow(ctx, "UPDATE acct SET bal = 0 WHERE id = $1 RETURNING bal", 99).Scan(&bal); !errors.Is(err, ErrNoRows) {
+		t.Errorf("UPDATE ... RETURNING of no row: %v", err)
+	}
+	var b Batch
+	one := b.QueryRow("SELECT $2 - $1", []any{&bal}, 1, 5)
+	b.Exec("UPDATE acct SET bal = bal - 1 WHERE id = $1", 2)
+	if err := c.SendBatch(ctx, &b); err != nil || bal != 4 || b.Item(one+1).Affected != 1 {
+		t.Errorf("batch: %v %v %+v", bal, err, b.Item(one+1))
+	}
+	if err := c.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var trips, stmts int64
+	for range 2 { // the first prepares
+		trips, stmts = c.RoundTrips(), c.Statements()
+		if _, err := c.Exec(ctx, "UPDATE acct SET note = $1 WHERE id = $2", "y", 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := c.RoundTrips() - trips; d != 1 || c.Statements()-stmts != 1 {
+		t.Errorf("a prepared statement run again took %d round trips", d)
+	}
+
+	// Two sessions that lock the rows in opposite order: one of them is
+	// chosen as the deadlock victim (1213), retryable.
+	c2, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for _, s := range []Conn{c, c2} {
+		if err := s.Begin(ctx, ReadWrite); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Exec(ctx, "UPDATE acct SET bal = 1 WHERE id = 1")
+	c2.Exec(ctx, "UPDATE acct SET bal = 2 WHERE id = 2")
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for k, s := range []Conn{c, c2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[k] = s.Exec(ctx, "UPDATE acct SET bal = 3 WHERE id = $1", 2-k)
+			if errs[k] != nil {
+				s.Rollback(ctx)
+			} else {
+				time.Sleep(100 * time.Millisecond)
+				s.Commit(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if cl := Classify(err); cl.Name != "deadlock" || !cl.Retry {
+				t.Errorf("deadlock classified %+v: %v", cl, err)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("errors %v, want one deadlock victim", errs)
+	}
+}
