@@ -13,13 +13,19 @@ import (
 
 // lockServer is a server with one row lock. Released, it goes to the
 // waiter named prefer if there is one (as a server may grant a lock to
-// another waiter than in the capture), else to the first.
+// another waiter than in the capture), else to the first. With waiters
+// set, the first holder's COMMIT waits (up to 2 s) until that many
+// sessions wait for the lock, as they did in the capture: the replay's
+// synchronisation orders a statement after those that ended before it
+// started, not after those merely under way, so without this the waiters
+// may reach the server after the COMMIT.
 type lockServer struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	holder  uint32
 	waiting []*lockConn
 	prefer  string
+	waiters int
 	calls   []string
 }
 
@@ -55,7 +61,13 @@ func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
 		}
 		return "UPDATE 1", nil
 	case sql == "COMMIT":
+		for end := time.Now().Add(2 * time.Second); s.holder == c.pid && len(s.waiting) < s.waiters && time.Now().Before(end); {
+			s.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			s.mu.Lock()
+		}
 		if s.holder == c.pid {
+			s.waiters = 0 // the first release only
 			s.holder = 0
 			if len(s.waiting) > 0 {
 				k := 0
@@ -133,7 +145,7 @@ func TestSyncLockCycleBroken(t *testing.T) {
 			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(16, 1, 0), st(25, 87, 1), st(120, 1, 2)}},
 		}}
 	srv := newLockServer()
-	srv.prefer = "c"
+	srv.prefer, srv.waiters = "c", 2
 	connect := lockConnector(srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
