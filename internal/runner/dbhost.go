@@ -113,7 +113,7 @@ func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn
 func trySQL(ctx context.Context, t *opened, o CollectOptions, pg target.Conn) (why string, hc hostChoice) {
 	switch {
 	case t.Dialect != target.Postgres:
-		return "the database host cannot be read through an SQLite target: give --db-host-metrics (node_exporter)", hostChoice{}
+		return fmt.Sprintf("the database host cannot be read through a %s target: give --db-host-metrics (node_exporter)", t.Dialect), hostChoice{}
 	case pg == nil:
 		return "the database host's files need a connection to the database: give --db-host-metrics (node_exporter)", hostChoice{}
 	}

@@ -35,14 +35,7 @@ func runMulti(ctx context.Context, o RunOptions, outs []string) error {
 		ts = append(ts, t)
 		c := o.Common
 		c.Target = tt
-		if notLoaded, err := prepare(ctx, t, o.Workload, true); notLoaded && o.Load {
-			if err := load(ctx, t, c, o.LoadWorkers); err != nil {
-				return fmt.Errorf("target %d: %w", i+1, err)
-			}
-			if _, err := prepare(ctx, t, o.Workload, true); err != nil {
-				return fmt.Errorf("target %d: %w", i+1, err)
-			}
-		} else if err != nil {
+		if err := loadOrPrepare(ctx, t, c, o, false); err != nil {
 			return fmt.Errorf("target %d: %w", i+1, err)
 		}
 		// Prepare reads the loaded parameters into the one workload all

@@ -204,14 +204,7 @@ func Run(ctx context.Context, o RunOptions) error {
 
 	// Prepare replaces the load parameters with the loaded ones.
 	want := o.Workload.Params()
-	if notLoaded, err := prepare(ctx, t, o.Workload, true); notLoaded && o.Load {
-		if err := load(ctx, t, o.Common, o.LoadWorkers); err != nil {
-			return err
-		}
-		if _, err := prepare(ctx, t, o.Workload, true); err != nil {
-			return err
-		}
-	} else if err != nil {
+	if err := loadOrPrepare(ctx, t, o.Common, o, false); err != nil {
 		return err
 	}
 	if err := checkExplicit(ctx, t, o.Common, want); err != nil {
@@ -225,6 +218,27 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	return repeat(o, outs, func(o RunOptions) error { return runOnce(ctx, t, o, serverVersion) })
+}
+
+// loadOrPrepare readies t for a run of o: the workload loaded first when
+// reload is set (ab --reload), or when it is missing and o.Load; then its
+// loaded parameters read into o.Workload (prepare). c is o.Common with t's
+// Target.
+func loadOrPrepare(ctx context.Context, t *opened, c Common, o RunOptions, reload bool) error {
+	if reload {
+		if err := load(ctx, t, c, o.LoadWorkers); err != nil {
+			return err
+		}
+	}
+	notLoaded, err := prepare(ctx, t, o.Workload, true)
+	if !notLoaded || !o.Load {
+		return err
+	}
+	if err := load(ctx, t, c, o.LoadWorkers); err != nil {
+		return err
+	}
+	_, err = prepare(ctx, t, o.Workload, true)
+	return err
 }
 
 // repeat measures once per result file of --repeat.

@@ -57,19 +57,7 @@ func slicedRound(ctx context.Context, o ABOptions, sides [2]abSide, outs [2]stri
 		ts[k] = t
 		c := o.Common
 		c.Target = s.t
-		if o.Reload {
-			if err := load(ctx, t, c, o.LoadWorkers); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.label, err)
-			}
-		}
-		if notLoaded, err := prepare(ctx, t, o.Workload, true); notLoaded && o.Load {
-			if err := load(ctx, t, c, o.LoadWorkers); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.label, err)
-			}
-			if _, err := prepare(ctx, t, o.Workload, true); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.label, err)
-			}
-		} else if err != nil {
+		if err := loadOrPrepare(ctx, t, c, o.RunOptions, o.Reload); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.label, err)
 		}
 		// Both sides share one workload, whose parameters prepare read

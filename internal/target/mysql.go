@@ -32,35 +32,39 @@ func openMySQL(raw string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %q: not a valid URL: use mysql://USER:PASS@HOST:PORT/DB", shown)
 	}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
-	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" || strings.Contains(db, "/") {
 		return nil, fmt.Errorf("target %q names no database: use mysql://USER:PASS@HOST:PORT/DB", shown)
 	}
-	cfg.Net, cfg.Addr = "tcp", u.Host
+	base := mysql.NewConfig()
+	base.Net, base.Addr, base.DBName = "tcp", u.Host, db
 	if u.Port() == "" && u.Host != "" {
-		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+		base.Addr = net.JoinHostPort(u.Hostname(), "3306")
 	}
 	q := u.Query()
 	if s := q.Get("socket"); s != "" {
-		cfg.Net, cfg.Addr = "unix", s
+		base.Net, base.Addr = "unix", s
 		q.Del("socket")
 	} else if u.Host == "" {
 		return nil, fmt.Errorf("target %q names no host: use mysql://USER:PASS@HOST:PORT/DB or ?socket=PATH", shown)
 	}
-	// The remaining parameters go through the driver's own DSN parser, so
-	// each means what go-sql-driver/mysql documents.
+	// The parameters go through the driver's own DSN parser, with the
+	// address (a TLS server name is taken from it), so each means what
+	// go-sql-driver/mysql documents. The password never enters the DSN.
+	dsn := base.FormatDSN()
 	if len(q) > 0 {
-		parsed, err := mysql.ParseDSN("/?" + q.Encode())
-		if err != nil {
-			return nil, fmt.Errorf("target %q: %s", shown, strings.TrimPrefix(err.Error(), "invalid DSN: "))
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
 		}
-		cfg.Params, cfg.TLS, cfg.TLSConfig = parsed.Params, parsed.TLS, parsed.TLSConfig
-		cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = parsed.Timeout, parsed.ReadTimeout, parsed.WriteTimeout
-		cfg.Collation, cfg.AllowNativePasswords, cfg.AllowCleartextPasswords = parsed.Collation, parsed.AllowNativePasswords, parsed.AllowCleartextPasswords
+		dsn += sep + q.Encode()
 	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("target %q: %s", shown, strings.TrimPrefix(err.Error(), "invalid DSN: "))
+	}
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -69,7 +73,7 @@ func openMySQL(raw string) (*Target, error) {
 	cfg.ClientFoundRows = true    // rows matched, as PostgreSQL counts an UPDATE
 	cfg.DialFunc = dialCounted
 	flavor := strings.ToLower(u.Scheme)
-	t := &Target{Dialect: MySQL, URL: shown, Settings: map[string]string{"flavor": flavor}}
+	t := &Target{Dialect: MySQL, URL: shown, Settings: map[string]string{"flavor": flavor}, myConfig: cfg}
 	t.host = u.Hostname()
 	if cfg.Net == "unix" {
 		t.host = cfg.Addr
@@ -316,12 +320,26 @@ func topLevel(q, kw string) int {
 	return at
 }
 
-// fail notes a lost connection and returns err.
+// fail notes a lost connection and returns err. The driver closes a
+// connection whose statement's context ended mid-statement (the error is
+// then the context's), so the connection itself is asked too.
 func (m *mysqlConn) fail(err error) error {
-	if err != nil && Classify(err).Lost {
+	if err != nil && (Classify(err).Lost || !m.valid()) {
 		m.lost = true
 	}
 	return err
+}
+
+// valid asks the driver whether the connection is still usable.
+func (m *mysqlConn) valid() bool {
+	ok := true
+	m.c.Raw(func(dc any) error {
+		if v, is := dc.(driver.Validator); is {
+			ok = v.IsValid()
+		}
+		return nil
+	})
+	return ok
 }
 
 func (m *mysqlConn) exec(ctx context.Context, s *mysqlStmt, args []any) (sql.Result, error) {
@@ -454,9 +472,5 @@ func (m *mysqlConn) Close() error {
 			}
 		}
 	}
-	if m.lost {
-		// Hand database/sql a dead connection it will discard.
-		m.c.Raw(func(any) error { return driver.ErrBadConn })
-	}
-	return m.c.Close()
+	return m.c.Close() // the pool keeps no idle connection: this closes it
 }

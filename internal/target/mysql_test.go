@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +60,21 @@ func TestMySQLURLs(t *testing.T) {
 			}
 			tg.Close()
 		}
+	}
+}
+
+// The URL's parameters reach the driver as its DSN parser reads them, a
+// TLS server name from the URL's host, and the password never in an error.
+func TestMySQLParametersPassThrough(t *testing.T) {
+	tg, err := Open("mysql://u:secret@db1.example:3307/bench?tls=true&maxAllowedPacket=1000000&checkConnLiveness=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	c := tg.myConfig
+	if c.Addr != "db1.example:3307" || c.TLS == nil || c.TLS.ServerName != "db1.example" || c.MaxAllowedPacket != 1000000 ||
+		c.CheckConnLiveness || c.Passwd != "secret" || c.Timeout != 10*time.Second {
+		t.Errorf("config: addr %s, TLS %v, packet %d, liveness %v, timeout %v", c.Addr, c.TLS, c.MaxAllowedPacket, c.CheckConnLiveness, c.Timeout)
 	}
 }
 
@@ -188,5 +204,50 @@ func TestMySQLSession(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("errors %v, want one deadlock victim", errs)
+	}
+}
+
+// A session whose server freezes (SIGSTOP) returns from its statement
+// when the statement's context ends, with the connection marked lost; a
+// session whose server is killed gets an error classified as a lost
+// connection, never a hang.
+func TestMySQLServerFrozenThenKilled(t *testing.T) {
+	inst := mariaDB(t)
+	tg, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	ctx := context.Background()
+	frozen, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Close()
+	killed, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer killed.Close()
+	if _, err := inst.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	t0 := time.Now()
+	_, err = frozen.Exec(sctx, "SELECT $1", 1)
+	cancel()
+	if took := time.Since(t0); err == nil || took > 3*time.Second {
+		t.Errorf("statement on a frozen server: %v after %v", err, took)
+	}
+	if !frozen.Lost() {
+		t.Errorf("a connection cut mid-statement is not marked lost (%v)", err)
+	}
+	if _, err := inst.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t0 = time.Now()
+	_, err = killed.Exec(ctx, "SELECT 1")
+	if cl := Classify(err); err == nil || !cl.Lost || !killed.Lost() || time.Since(t0) > 3*time.Second {
+		t.Errorf("statement on a killed server: %v (%+v, lost %v) after %v", err, cl, killed.Lost(), time.Since(t0))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -118,6 +119,7 @@ type Target struct {
 
 	connect  func(ctx context.Context, app string) (Conn, error) // app "" for a session
 	pgConfig *pgx.ConnConfig                                     // PostgreSQL: the parsed URL, for replay connections
+	myConfig *mysql.Config                                       // MySQL: the parsed URL
 	host     string                                              // a server's (first) host or unix socket
 	close    func() error
 	counters func() map[string]float64

@@ -72,29 +72,43 @@ func canSearch(st *syscall.Stat_t, c *syscall.Credential) bool {
 	return st.Mode&0o001 != 0
 }
 
-func reachableData(dataDir string, c *syscall.Credential) error {
-	d, mode, err := blockedAncestor(dataDir, c)
-	if err != nil || d == "" {
-		return err
+// flag names the command-line flag of this engine's name option: --pg-data
+// or --my-data.
+func (i *Instance) flag(name string) string {
+	if i.Engine == MariaDB {
+		return "--my-" + name
 	}
-	return fmt.Errorf("managed postgres runs as user %s, which cannot enter %s (mode %04o): choose --pg-data under a directory it can reach (for example /var/tmp/dbparity-pg)",
-		OSUser, d, mode)
+	return "--pg-" + name
 }
 
-func reachableBin(bin string, c *syscall.Credential) error {
-	d, mode, err := blockedAncestor(filepath.Join(bin, "postgres"), c)
+func (i *Instance) reachableData() error {
+	d, mode, err := blockedAncestor(i.DataDir, i.cred)
 	if err != nil || d == "" {
 		return err
 	}
-	return fmt.Errorf("managed postgres runs as user %s, which cannot enter %s (mode %04o): install the PostgreSQL binaries where it can reach them and name them with --pg-bin",
-		OSUser, d, mode)
+	example := "/var/tmp/dbparity-pg"
+	if i.Engine == MariaDB {
+		example = "/var/tmp/dbparity-mariadb"
+	}
+	return fmt.Errorf("managed %s runs as user %s, which cannot enter %s (mode %04o): choose %s under a directory it can reach (for example %s)",
+		i.Engine, OSUser, d, mode, i.flag("data"), example)
+}
+
+// reachableBin checks the server's user can reach the server program.
+func (i *Instance) reachableBin(program string) error {
+	d, mode, err := blockedAncestor(program, i.cred)
+	if err != nil || d == "" {
+		return err
+	}
+	return fmt.Errorf("managed %s runs as user %s, which cannot enter %s (mode %04o): install the server binaries where it can reach them and name them with %s",
+		i.Engine, OSUser, d, mode, i.flag("bin"))
 }
 
 // prepareDirs creates the data directory, picks the socket directory and
 // hands both to the user the server runs as.
 func (i *Instance) prepareDirs() error {
 	if i.cred != nil {
-		if err := reachableData(i.DataDir, i.cred); err != nil {
+		if err := i.reachableData(); err != nil {
 			return err
 		}
 	}
@@ -172,10 +186,11 @@ func (i *Instance) checkReusable() error {
 		return fmt.Errorf("read data directory: %w", err)
 	}
 	if len(entries) > 0 {
+		what := "PostgreSQL cluster"
 		if i.Engine == MariaDB {
-			return fmt.Errorf("--my-data %s is not empty and holds no MariaDB data directory: name a new or empty directory", i.DataDir)
+			what = "MariaDB data directory"
 		}
-		return fmt.Errorf("--pg-data %s is not empty and holds no PostgreSQL cluster: name a new or empty directory", i.DataDir)
+		return fmt.Errorf("%s %s is not empty and holds no %s: name a new or empty directory", i.flag("data"), i.DataDir, what)
 	}
 	return nil
 }

@@ -252,8 +252,16 @@ func (i *Instance) locate(ctx context.Context, o Options) error {
 	if i.Version, err = serverVersion(ctx, i.bin); err != nil {
 		return err
 	}
-	if i.DataDir, err = filepath.Abs(o.DataDir); err != nil {
-		return fmt.Errorf("data directory %s: %w", o.DataDir, err)
+	return i.locateUser(o.DataDir, filepath.Join(i.bin, "postgres"))
+}
+
+// locateUser makes the data directory absolute and chooses the OS user
+// the server runs as: ours, or, as root, the unprivileged OSUser, who
+// must reach the server program.
+func (i *Instance) locateUser(dataDir, program string) error {
+	var err error
+	if i.DataDir, err = filepath.Abs(dataDir); err != nil {
+		return fmt.Errorf("data directory %s: %w", dataDir, err)
 	}
 	if os.Geteuid() != 0 {
 		if u, err := user.Current(); err == nil {
@@ -265,7 +273,7 @@ func (i *Instance) locate(ctx context.Context, o Options) error {
 		return err
 	}
 	i.OSUser = OSUser
-	return reachableBin(i.bin, i.cred)
+	return i.reachableBin(program)
 }
 
 func (i *Instance) logf(format string, a ...any) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -194,20 +193,7 @@ func (i *Instance) locateMariaDB(ctx context.Context, o Options) error {
 	if i.Version == "" {
 		return fmt.Errorf("unexpected %s --version output %q", bins.server, strings.TrimSpace(string(out)))
 	}
-	if i.DataDir, err = filepath.Abs(o.DataDir); err != nil {
-		return fmt.Errorf("data directory %s: %w", o.DataDir, err)
-	}
-	if os.Geteuid() != 0 {
-		if u, err := user.Current(); err == nil {
-			i.OSUser = u.Username
-		}
-		return nil
-	}
-	if i.cred, err = serverUser(); err != nil {
-		return err
-	}
-	i.OSUser = OSUser
-	return reachableBin(filepath.Dir(i.bin), i.cred)
+	return i.locateUser(o.DataDir, i.bin)
 }
 
 func (i *Instance) installDB(ctx context.Context) error {

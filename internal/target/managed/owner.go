@@ -51,9 +51,9 @@ func (i *Instance) lock() error {
 		if !errors.Is(err, syscall.EWOULDBLOCK) || !ok || o.alive() || time.Now().After(end) {
 			f.Close()
 			if !errors.Is(err, syscall.EWOULDBLOCK) {
-				return fmt.Errorf("lock --pg-data %s: %w", i.DataDir, err)
+				return fmt.Errorf("lock %s %s: %w", i.flag("data"), i.DataDir, err)
 			}
-			return o.inUse(i.DataDir, ok)
+			return o.inUse(i.flag("data"), i.DataDir, ok)
 		}
 		// The owner named has exited: its watchdog is stopping its server.
 	}
@@ -123,12 +123,13 @@ func (o owner) alive() bool {
 	return alive(o.pid) && (o.start == "" || o.start == procStart(o.pid))
 }
 
-func (o owner) inUse(dir string, known bool) error {
-	const fix = "wait for it to finish or choose another --pg-data"
+// inUse is the error for a data directory (given with flag) owned by o.
+func (o owner) inUse(flag, dir string, known bool) error {
+	fix := "wait for it to finish or choose another " + flag
 	if !known || !o.alive() {
-		return fmt.Errorf("--pg-data %s is in use by another dbparity: %s", dir, fix)
+		return fmt.Errorf("%s %s is in use by another dbparity: %s", flag, dir, fix)
 	}
-	return fmt.Errorf("--pg-data %s is in use by pid %d (%s, started %s): %s", dir, o.pid, o.command, o.since, fix)
+	return fmt.Errorf("%s %s is in use by pid %d (%s, started %s): %s", flag, dir, o.pid, o.command, o.since, fix)
 }
 
 // procStart is field 22 of /proc/PID/stat, the process's start time in

@@ -180,10 +180,10 @@ func (i *Instance) stopLeftover() error {
 	if pid == 0 {
 		return nil
 	}
-	i.logf("stopping the postgres left running on %s (pid %d)", i.DataDir, pid)
+	i.logf("stopping the %s left running on %s (pid %d)", i.Engine, i.DataDir, pid)
 	oldSocket := pidFileLine(i.DataDir, 5)
 	if err := i.stopPID(pid); err != nil {
-		return fmt.Errorf("stop the postgres left running: %w", err)
+		return fmt.Errorf("stop the %s left running: %w", i.Engine, err)
 	}
 	if filepath.Dir(oldSocket) == "/tmp" && strings.HasPrefix(filepath.Base(oldSocket), "dbparity-sock-") && oldSocket != i.SocketDir {
 		os.RemoveAll(oldSocket)
