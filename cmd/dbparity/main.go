@@ -232,6 +232,7 @@ func targetFlags(name string) (*flag.FlagSet, *common) {
 	fs.Var(&c.mySet, "my-set", "managed mariadb: server option name=value (repeatable)")
 	fs.StringVar(&t.MyConf, "my-conf", "", "managed mariadb: option file ([mysqld] lines)")
 	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
+	fs.StringVar(&t.MyPreset, "my-preset", "", "managed mariadb: named settings, overridden by --my-conf and --my-set: small-cache (16 MB InnoDB buffer pool, SLOB's method)")
 	return fs, c
 }
 

@@ -27,7 +27,11 @@ const Format = "dbparity.capture/1"
 
 // Capture is one workload read from a set of log files.
 type Capture struct {
-	Format  string   // always Format
+	Format string // always Format
+	// Engine is the server whose logs these are: EnginePostgres (also
+	// for captures written before engines were named) or EngineMySQL
+	// (MySQL and MariaDB).
+	Engine  string
 	Sources []string // the log files, in the order they were read (by first timestamp)
 	// Start is the earliest moment the capture knows of: the first
 	// session's start or the first statement's start. Every offset is

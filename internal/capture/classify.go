@@ -55,6 +55,9 @@ var adminWords = [][]string{
 	{"CREATE", "DATABASE"}, {"DROP", "DATABASE"}, {"ALTER", "DATABASE"},
 	{"CREATE", "ROLE"}, {"CREATE", "USER"}, {"DROP", "ROLE"}, {"DROP", "USER"}, {"ALTER", "ROLE"}, {"ALTER", "USER"},
 	{"CREATE", "TABLESPACE"}, {"DROP", "TABLESPACE"},
+	// MySQL and MariaDB
+	{"SET", "GLOBAL"}, {"SET", "PERSIST"}, {"SET", "PERSIST_ONLY"}, {"FLUSH"}, {"PURGE"}, {"SHUTDOWN"}, {"KILL"},
+	{"INSTALL"}, {"UNINSTALL"}, {"CHANGE", "MASTER"}, {"CHANGE", "REPLICATION"},
 }
 
 // adminCalls are functions that act on the server or its other sessions.

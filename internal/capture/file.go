@@ -22,6 +22,7 @@ import (
 
 type fileCapture struct {
 	Format   string        `json:"format"`
+	Engine   string        `json:"engine,omitempty"`
 	Sources  []string      `json:"sources"`
 	Start    time.Time     `json:"start"`
 	End      time.Time     `json:"end"`
@@ -73,7 +74,7 @@ func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 // Write writes the capture to path atomically: a temporary file beside it,
 // synced, then renamed over path, so that path never holds half a file.
 func Write(path string, c *Capture) error {
-	fc := fileCapture{Format: Format, Sources: c.Sources, Start: c.Start, End: c.End, Texts: c.Texts,
+	fc := fileCapture{Format: Format, Engine: c.Engine, Sources: c.Sources, Start: c.Start, End: c.End, Texts: c.Texts,
 		Sessions: make([]fileSession, len(c.Sessions))}
 	if fc.Texts == nil {
 		fc.Texts = []string{}
@@ -156,7 +157,7 @@ func decode(r io.Reader, path string) (*Capture, error) {
 	if err := json.Unmarshal(body, &fc); err != nil {
 		return nil, fmt.Errorf("capture file %s is damaged: %v", path, err)
 	}
-	c := &Capture{Format: fc.Format, Sources: fc.Sources, Start: fc.Start, End: fc.End, Texts: fc.Texts,
+	c := &Capture{Format: fc.Format, Engine: fc.Engine, Sources: fc.Sources, Start: fc.Start, End: fc.End, Texts: fc.Texts,
 		Sessions: make([]Session, len(fc.Sessions))}
 	for i, fs := range fc.Sessions {
 		s := Session{ID: fs.ID, PID: fs.PID, User: fs.User, Database: fs.Database, Application: fs.Application,

@@ -52,9 +52,9 @@ func Parse(files []string, opt Options) (*Capture, error) {
 	switch opt.Format {
 	case "":
 		opt.Format = FormatAuto
-	case FormatAuto, FormatCSV, FormatJSON, FormatStderr:
+	case FormatAuto, FormatCSV, FormatJSON, FormatStderr, FormatMySQLGeneral, FormatMySQLSlow:
 	default:
-		return nil, fmt.Errorf("unknown log format %q: use auto, csvlog, jsonlog or stderr", opt.Format)
+		return nil, fmt.Errorf("unknown log format %q: use auto, csvlog, jsonlog, stderr, mysql-general or mysql-slow", opt.Format)
 	}
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
@@ -72,6 +72,18 @@ func Parse(files []string, opt Options) (*Capture, error) {
 		}
 	}
 	files = unique
+	if isMySQLFormat(opt.Format) {
+		return parseMySQL(files, opt.Format, opt)
+	}
+	if opt.Format == FormatAuto {
+		format, err := sniffFiles(files)
+		if err != nil {
+			return nil, err
+		}
+		if format != "" {
+			return parseMySQL(files, format, opt)
+		}
+	}
 	p := &parser{opt: opt, b: newBuilder(opt)}
 	type logFile struct {
 		path   string

@@ -88,6 +88,31 @@ func waitsText(w io.Writer, ws *result.Waits) error {
 	return tw.Flush()
 }
 
+// timedWaitsText prints the server's own timed waits of the window.
+func timedWaitsText(w io.Writer, ws *result.TimedWaits) error {
+	if ws == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\n  timed waits (%s)\n", ws.Source)
+	if ws.Note != "" {
+		fmt.Fprintf(w, "    %s\n", ws.Note)
+	}
+	if len(ws.Events) == 0 {
+		fmt.Fprintln(w, "    none timed in the window")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "    event\t%% wait time\tseconds\tcount\tavg µs\n")
+	for _, e := range ws.Events {
+		avg := 0.0
+		if e.Count > 0 {
+			avg = e.Seconds / e.Count * 1e6
+		}
+		fmt.Fprintf(tw, "    %s\t%.1f\t%.3f\t%.0f\t%.1f\n", e.Event, e.PctWaitTime, e.Seconds, e.Count, avg)
+	}
+	return tw.Flush()
+}
+
 // commitBuckets returns the COMMIT latency histogram in log2 µs buckets.
 func commitBuckets(r *result.Run) []metrics.Bucket {
 	if r.Commit.HDR == "" {

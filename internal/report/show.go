@@ -112,6 +112,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		func() error { return ioText(w, r) },
 		func() error { return replayText(w, r, o) },
 		func() error { return waitsText(w, r.Waits) },
+		func() error { return timedWaitsText(w, r.TimedWaits) },
 		func() error { return bucketsText(w, "commit latency", commitBuckets(r)) },
 		func() error { return osText(w, r) },
 		func() error { return disclosureText(w, r) },
@@ -194,11 +195,12 @@ func partsText(w io.Writer, r *result.Run) error {
 // sections the collectors filled.
 type jsonSummary struct {
 	result.Summary
-	LoadProfile *result.Profile  `json:"load_profile,omitempty"`
-	IOProfile   *result.Profile  `json:"io_profile,omitempty"`
-	Waits       *result.Waits    `json:"waits,omitempty"`
-	CommitHist  []metrics.Bucket `json:"commit_histogram,omitempty"`
-	IO          *result.IOUnits  `json:"io_units,omitempty"`
+	LoadProfile *result.Profile    `json:"load_profile,omitempty"`
+	IOProfile   *result.Profile    `json:"io_profile,omitempty"`
+	Waits       *result.Waits      `json:"waits,omitempty"`
+	TimedWaits  *result.TimedWaits `json:"timed_waits,omitempty"`
+	CommitHist  []metrics.Bucket   `json:"commit_histogram,omitempty"`
+	IO          *result.IOUnits    `json:"io_units,omitempty"`
 	// ReadHist is the read operations' latency, for workloads that test IO.
 	ReadHist []metrics.Bucket `json:"read_histogram,omitempty"`
 	// Parts are the targets of a multi-target run.
@@ -251,6 +253,7 @@ func JSONWith(w io.Writer, r *result.Run, o Options) error {
 		ws.Events = ws.Events[:min(len(ws.Events), topWaits)]
 		s.Waits = &ws
 	}
+	s.TimedWaits = r.TimedWaits
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)

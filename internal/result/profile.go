@@ -58,6 +58,23 @@ type WaitEvent struct {
 	AvgActive float64 `json:"avg_active"`
 }
 
+// TimedWaits are the wait events a server times itself, over the window:
+// the most time first.
+type TimedWaits struct {
+	Source string      `json:"source"`
+	Note   string      `json:"note,omitempty"`
+	Events []TimedWait `json:"events"`
+}
+
+// TimedWait is one wait event's count and time in the window.
+type TimedWait struct {
+	Class       string  `json:"class"`
+	Event       string  `json:"event"`
+	Count       float64 `json:"count"`
+	Seconds     float64 `json:"seconds"`
+	PctWaitTime float64 `json:"pct_wait_time"` // of all the timed waits' time in the window
+}
+
 // Database is the database half of the disclosure.
 type Database struct {
 	Product    string `json:"product"`

@@ -77,12 +77,15 @@ type Run struct {
 	Series []metrics.Interval `json:"series"`
 
 	// What the collectors saw (absent when they did not run).
-	Disclosure  *Disclosure  `json:"disclosure,omitempty"`
-	Warnings    []string     `json:"warnings,omitempty"` // preflight: what may have disturbed the run
-	LoadProfile *Profile     `json:"load_profile,omitempty"`
-	IOProfile   *Profile     `json:"io_profile,omitempty"`
-	Waits       *Waits       `json:"waits,omitempty"`
-	DBSeries    []DBInterval `json:"db_series,omitempty"`
+	Disclosure  *Disclosure `json:"disclosure,omitempty"`
+	Warnings    []string    `json:"warnings,omitempty"` // preflight: what may have disturbed the run
+	LoadProfile *Profile    `json:"load_profile,omitempty"`
+	IOProfile   *Profile    `json:"io_profile,omitempty"`
+	Waits       *Waits      `json:"waits,omitempty"`
+	// TimedWaits are the server's own timed waits of the window (MySQL's
+	// performance_schema), next to the sampled Waits.
+	TimedWaits *TimedWaits  `json:"timed_waits,omitempty"`
+	DBSeries   []DBInterval `json:"db_series,omitempty"`
 	// DBCounters are the raw cumulative counters at the window's edges
 	// ("view.column"), so any figure can be derived again later.
 	DBCounters *Counters `json:"db_counters,omitempty"`

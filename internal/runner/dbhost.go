@@ -160,6 +160,30 @@ func localServerPID(ctx context.Context, c target.Conn) int {
 	return ppid
 }
 
+// localMySQLPID finds a MySQL or MariaDB server on this host from the
+// PID file it names (@@pid_file), when that process is a mysqld or
+// mariadbd here. 0 when not found.
+func localMySQLPID(ctx context.Context, c target.Conn) int {
+	var file string
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.QueryRow(qctx, "SELECT @@pid_file").Scan(&file); err != nil || file == "" {
+		return 0
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if comm, _, ok := procStat(pid); !ok || (comm != "mariadbd" && comm != "mysqld") {
+		return 0
+	}
+	return pid
+}
+
 // procStat reads a process's command name and parent from /proc/PID/stat.
 func procStat(pid int) (comm string, ppid int, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -99,7 +99,11 @@ func tableReport(ctx context.Context, t *opened, c Common) error {
 	var total int64
 	for _, tb := range c.Workload.Tables() {
 		var n int64
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+tb.Name).Scan(&n); err != nil {
+		q := "SELECT count(*) FROM " + tb.Name
+		if tb.Where != "" {
+			q += " WHERE " + tb.Where
+		}
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
 			return fmt.Errorf("count %s: %w", tb.Name, err)
 		}
 		size := t.Dialect.TableBytes(ctx, conn, tb.Name)

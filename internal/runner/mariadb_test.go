@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target"
 )
 
 // managedMariaDB is --managed mariadb in a fresh data directory, or a
@@ -53,11 +55,18 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 		t.Fatalf("check after load: %v\n%s", err, out)
 	}
 	ordersBefore := countRows(t, c.Target, "SELECT count(*) FROM orders")
+	var before, after [2]int64
+	status := func(into *[2]int64) {
+		queryRow(t, c.Target, "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_COMMIT'),"+
+			" (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_ROLLBACK')", &into[0], &into[1])
+	}
+	status(&before)
 	path := filepath.Join(t.TempDir(), "run.json")
 	if err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 3 * time.Second, Warmup: time.Second,
-		Label: "maria", Out: path, Force: true}); err != nil {
+		Label: "maria", Out: path, Force: true, Collect: CollectOptions{Interval: 500 * time.Millisecond, WaitInterval: 50 * time.Millisecond}}); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
+	status(&after)
 	if err := Check(ctx, c); err != nil {
 		t.Fatalf("check after run: %v\n%s", err, out)
 	}
@@ -77,9 +86,158 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 	if r.Target.Dialect != "mysql" || len(r.Errors) != 0 {
 		t.Errorf("dialect %q, errors %v %v", r.Target.Dialect, r.Errors, r.ErrorSamples)
 	}
+	checkMySQLCollectors(t, r, after[0]-before[0], after[1]-before[1])
 	if r.RoundTrips < s.Commits {
 		t.Errorf("%d round trips for %d transactions", r.RoundTrips, s.Commits)
 	}
 	t.Logf("%.0f tps, %.1f statements and %.1f round trips per transaction", s.TPS,
 		float64(r.Statements)/float64(s.Commits), float64(r.RoundTrips)/float64(s.Commits))
+}
+
+// slob on a managed MariaDB with the small-cache preset: one row per
+// 16 KB InnoDB page with its filler (the check counts the primary key's
+// leaf pages), the global fill factor put back, a
+// table loaded the same way without the fill factor shows the check can
+// fail, and a run's updates reach the server's own row counter.
+func TestSlobManagedMariaDB(t *testing.T) {
+	tg := managedMariaDB(t)
+	tg.MyPreset = "small-cache"
+	ctx := context.Background()
+	var out bytesBuffer
+	c := Common{Target: tg, Workload: slob(t, "--schemas", "2", "--scale", "2000", "--work-unit", "8"), Seed: 1, Stdout: &out, Stderr: &out}
+	o, err := openTarget(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	c.Target = Target{URL: o.managed.URL()}
+	var pool int64
+	queryRow(t, c.Target, "SELECT @@innodb_buffer_pool_size", &pool)
+	if pool != 16<<20 {
+		t.Errorf("small-cache preset: buffer pool %d bytes", pool)
+	}
+	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+		t.Fatalf("load: %v\n%s", err, out.String())
+	}
+	if err := Check(ctx, c); err != nil {
+		t.Fatalf("check (one row per page): %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "ok") || !strings.Contains(out.String(), "slob_1: one row per block") {
+		t.Errorf("check did not count pages:\n%s", out.String())
+	}
+	var leaves, fill int64
+	queryRow(t, c.Target, "SELECT stat_value FROM mysql.innodb_index_stats WHERE database_name = database()"+
+		" AND table_name = 'slob_1' AND index_name = 'PRIMARY' AND stat_name = 'n_leaf_pages'", &leaves)
+	queryRow(t, c.Target, "SELECT @@GLOBAL.innodb_fill_factor", &fill)
+	if leaves < 2000 || fill != 100 {
+		t.Errorf("slob_1: %d leaf pages for 2000 rows; innodb_fill_factor left at %d", leaves, fill)
+	}
+
+	// The same rows with the key built at the default fill factor share
+	// pages: the check's count tells.
+	execSQL(t, c.Target, "CREATE TABLE packed ENGINE=InnoDB AS SELECT * FROM slob_1")
+	execSQL(t, c.Target, "ALTER TABLE packed ADD PRIMARY KEY (pos)")
+	withConn(t, c.Target, func(cn target.Conn) error {
+		per, err := target.MySQL.BlockTable("packed").RowsPerBlock(ctx, cn, target.MySQL)
+		if err == nil && per < 5 {
+			t.Errorf("packed table: %.2f workload rows per page, want about 7 (and as many fillers)", per)
+		}
+		return err
+	}, "rows per page of packed")
+
+	sum := "SELECT (SELECT coalesce(sum(n), 0) FROM slob_1) + (SELECT coalesce(sum(n), 0) FROM slob_2)"
+	var before, after int64
+	queryRow(t, c.Target, sum, &before)
+	c.Workload = slob(t, "--work-unit", "8", "--update-pct", "100")
+	path := filepath.Join(t.TempDir(), "s.json")
+	if err := Run(ctx, RunOptions{Common: c, Duration: 1500 * time.Millisecond, Label: "slob", Out: path, Force: true,
+		Collect: CollectOptions{Off: true}}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queryRow(t, c.Target, sum, &after)
+	if updates := allPhases(r, "update"); updates == 0 || len(r.Errors) != 0 || after-before != 8*updates {
+		t.Errorf("slob run: %d committed updates of 8 rows, the rows' counters grew by %d; errors %v %v",
+			updates, after-before, r.Errors, r.ErrorSamples)
+	}
+	if err := Check(ctx, c); err != nil {
+		t.Fatalf("check after the run: %v\n%s", err, out.String())
+	}
+}
+
+// checkMySQLCollectors holds a MariaDB run's collected figures against
+// the server's own counters: Com_commit and Com_rollback over the whole
+// run (commits and rollbacks are statements MySQL counts, and the
+// collectors send none) and the window's load profile against the
+// driver's counts.
+func checkMySQLCollectors(t *testing.T, r *result.Run, commits, rollbacks int64) {
+	t.Helper()
+	var committed, rolledBack int64
+	for _, p := range r.Phases {
+		for _, n := range p.Committed {
+			committed += n
+		}
+		for _, n := range p.Rollbacks {
+			rolledBack += n
+		}
+		for _, n := range p.Errors {
+			rolledBack += n
+		}
+	}
+	t.Logf("driver committed %d, server counted %d COMMITs; driver rolled back %d, server counted %d ROLLBACKs; collectors sent %d statements",
+		committed, commits, rolledBack, rollbacks, r.CollectorStatements)
+	if commits != committed {
+		t.Errorf("Com_commit grew by %d, the driver committed %d", commits, committed)
+	}
+	if rollbacks < rolledBack || rollbacks > rolledBack+3 {
+		t.Errorf("Com_rollback grew by %d, the driver rolled back %d", rollbacks, rolledBack)
+	}
+	lp := r.LoadProfile
+	if lp == nil || !strings.HasPrefix(lp.Source, "mariadb ") {
+		t.Fatalf("load profile %+v", lp)
+	}
+	s := r.Summarize()
+	// The window's edges are read a moment after the driver's: a few
+	// transactions either side.
+	if tx := lp.Line("Transactions"); tx == nil || tx.Total == nil || abs(*tx.Total-float64(s.Commits+s.Rollbacks)) > 3*3+0.05*float64(s.Commits) {
+		t.Errorf("load profile transactions %+v, the window's commits and rollbacks %d", tx, s.Commits+s.Rollbacks)
+	}
+	for _, name := range []string{"DB time", "DB time (sampled)", "DB CPU", "Redo size", "Logical reads", "Rows changed", "Executes"} {
+		if l := lp.Line(name); l == nil || l.Total == nil || *l.Total <= 0 {
+			t.Errorf("load profile %s: %+v", name, l)
+		}
+	}
+	if l := lp.Line("DB time"); l.Source != "ps.statements.sum_timer_wait_ps" {
+		t.Errorf("DB time from %s, want performance_schema's statement time", l.Source)
+	}
+	if r.IOProfile.Line("Redo write").Total == nil {
+		t.Errorf("IO profile %+v", r.IOProfile)
+	}
+	if r.Waits == nil || r.Waits.Samples < 20 || len(r.Waits.Events) == 0 || r.Waits.Source != "information_schema.PROCESSLIST" {
+		t.Errorf("sampled states %+v", r.Waits)
+	}
+	if r.TimedWaits == nil || len(r.TimedWaits.Events) == 0 || r.TimedWaits.Events[0].Seconds <= 0 {
+		t.Errorf("timed waits %+v", r.TimedWaits)
+	}
+	db := r.Disclosure.Database
+	if db == nil || db.Product != "mariadb" || db.BlockSize != 16384 || !strings.HasPrefix(db.Settings["performance_schema"], "ON [") ||
+		!strings.HasPrefix(db.Settings["max_connections"], "300 [") {
+		t.Errorf("database disclosure %+v", db)
+	}
+	if _, ok := db.Settings["version_comment"]; ok {
+		t.Error("a compiled-in default is disclosed as a setting")
+	}
+	if len(r.DBSeries) == 0 || r.DBSeries[len(r.DBSeries)-1].Commits == nil {
+		t.Errorf("database series %+v", r.DBSeries)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

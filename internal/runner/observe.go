@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/counters"
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/disclose"
+	"github.com/dbparity/dbparity/internal/collect/mystat"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
 	"github.com/dbparity/dbparity/internal/collect/sqlitestat"
@@ -37,12 +39,15 @@ type observer struct {
 	journal  *result.Journal
 
 	// pgMu guards the statistics connection and what follows.
-	pgMu     sync.Mutex
-	pg       *pgstat.Reader
-	prev     *pgstat.Snapshot // the series' last reading
-	ownPrev  int64
-	winStart *pgstat.Snapshot
-	winEnd   *pgstat.Snapshot
+	pgMu  sync.Mutex
+	stats statsReader
+	// commitKey is the commit counter, from which the collectors' own
+	// transactions are taken ("" when the engine does not count them).
+	commitKey string
+	prev      *pgstat.Snapshot // the series' last reading
+	ownPrev   int64
+	winStart  *pgstat.Snapshot
+	winEnd    *pgstat.Snapshot
 	// The window's deltas, summed reading by reading so that a server
 	// restart (its counters reset) costs the interval it fell in, not the
 	// window: win is the sum so far, winFrom the reading it reaches, and
@@ -86,7 +91,7 @@ type observer struct {
 	errMu sync.Mutex
 	errs  map[string]*collectorError
 
-	sampler    *pgstat.Sampler
+	sampler    *counters.Sampler
 	conns      []*collectorConn
 	cancel     context.CancelFunc
 	unwatch    func() bool // ends the watch on the run's context (one per repetition otherwise)
@@ -149,6 +154,11 @@ func observe(ctx context.Context, t *opened, o CollectOptions, testsIO bool, jou
 			ob.close()
 			return nil, err
 		}
+	case target.MySQL:
+		if err := ob.startMySQL(bg, o); err != nil {
+			ob.close()
+			return nil, err
+		}
 	case target.SQLite:
 		ob.engPrev, ob.engPrevAt = t.EngineCounters(), time.Now()
 		c, err := t.Connect(ctx)
@@ -192,6 +202,13 @@ func (ob *observer) startHost(ctx context.Context, o CollectOptions) error {
 		}
 		if ob.dataDir == "" {
 			ob.dataDir = serverDataDir(ctx, pg)
+		}
+	}
+	if ob.t.Dialect == target.MySQL && pid == 0 && ob.t.OnThisHost() {
+		if c, err := dialCollector(ctx, ob.t, collectorApp, ob.timeout); err == nil {
+			pid = localMySQLPID(ctx, c)
+			ob.statements += c.Statements()
+			c.Close()
 		}
 	}
 	hc, err := chooseHost(ctx, ob.t, o, pg, pid)
@@ -239,14 +256,16 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 		return err
 	}
 	ob.conns = append(ob.conns, c)
-	if ob.pg, err = pgstat.NewReader(ctx, c); err != nil {
+	pg, err := pgstat.NewReader(ctx, c)
+	if err != nil {
 		return err
 	}
+	ob.stats, ob.commitKey = pg, "pg_stat_database.xact_commit"
 	if ob.warnings, err = pgstat.Preflight(ctx, c); err != nil {
 		return err
 	}
 	// Describe inside the reader's transaction: its queries are not counted.
-	if ob.database, err = pgstat.Describe(ctx, c, ob.pg.Missing); err != nil {
+	if ob.database, err = pgstat.Describe(ctx, c, pg.Missing); err != nil {
 		return err
 	}
 	sc, err := dialCollector(ctx, ob.t, collectorApp, ob.timeout)
@@ -255,16 +274,57 @@ func (ob *observer) startPostgres(ctx context.Context, o CollectOptions) error {
 	}
 	ob.conns = append(ob.conns, sc)
 	ob.sampler = pgstat.NewSampler(sc, o.WaitInterval, collectorApp)
-	if ob.prev, err = ob.pg.Read(ctx); err != nil {
+	if ob.prev, err = ob.stats.Read(ctx); err != nil {
 		return err
 	}
 	ob.ownPrev = ob.own()
 	return nil
 }
 
+// startMySQL starts MySQL's and MariaDB's collectors: SHOW GLOBAL STATUS
+// and performance_schema on one connection, the process list sampled on
+// another. MySQL counts COMMIT statements, and the collectors send none:
+// no correction.
+func (ob *observer) startMySQL(ctx context.Context, o CollectOptions) error {
+	c, err := dialCollector(ctx, ob.t, collectorApp, ob.timeout)
+	if err != nil {
+		return err
+	}
+	ob.conns = append(ob.conns, c)
+	my, err := mystat.NewReader(ctx, c)
+	if err != nil {
+		return err
+	}
+	ob.stats = my
+	if ob.warnings, err = mystat.Preflight(ctx, c, my.PerfSchema); err != nil {
+		return err
+	}
+	if ob.database, err = mystat.Describe(ctx, c); err != nil {
+		return err
+	}
+	sc, err := dialCollector(ctx, ob.t, collectorApp, ob.timeout)
+	if err != nil {
+		return err
+	}
+	ob.conns = append(ob.conns, sc)
+	ob.sampler = mystat.NewSampler(sc, o.WaitInterval)
+	if ob.prev, err = ob.stats.Read(ctx); err != nil {
+		return err
+	}
+	ob.ownPrev = ob.own()
+	return nil
+}
+
+// statsReader reads an engine's cumulative counters (pgstat, mystat).
+type statsReader interface {
+	Read(ctx context.Context) (*counters.Snapshot, error)
+	// Reads is how many readings were taken.
+	Reads() int64
+}
+
 // own counts the collectors' transactions so far; call with pgMu held.
 func (ob *observer) own() int64 {
-	n := ob.pg.Reads()
+	n := ob.stats.Reads()
 	if ob.sampler != nil {
 		n += ob.sampler.Transactions()
 	}
@@ -343,10 +403,10 @@ func (ob *observer) tickDB(ctx context.Context) {
 		ob.engPrev, ob.engPrevAt = eng, now
 		ob.record(result.JournalEntry{DB: &iv})
 	}
-	if ob.pg == nil {
+	if ob.stats == nil {
 		return
 	}
-	s, err := ob.pg.Read(ctx)
+	s, err := ob.stats.Read(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			ob.fail("database", err)
@@ -360,7 +420,9 @@ func (ob *observer) tickDB(ctx context.Context) {
 		// transactions; they are not the workload's. A backend publishes
 		// its counts up to a second late, so an interval may not hold the
 		// collectors' yet: never below zero.
-		d["pg_stat_database.xact_commit"] = max(d["pg_stat_database.xact_commit"]-float64(own-ob.ownPrev), 0)
+		if ob.commitKey != "" {
+			d[ob.commitKey] = max(d[ob.commitKey]-float64(own-ob.ownPrev), 0)
+		}
 		iv := dbInterval(d, ob.prev.At, s.At, ob.start)
 		ob.series.Add(iv)
 		ob.record(result.JournalEntry{DB: &iv})
@@ -380,7 +442,8 @@ func (ob *observer) record(e result.JournalEntry) {
 // reset tells whether the server's counters went back between two
 // readings: it restarted after a crash (or someone reset them).
 func reset(a, b *pgstat.Snapshot) bool {
-	for _, k := range []string{"pg_stat_database.xact_commit", "pg_stat_database.blks_hit", "pg_stat_wal.wal_bytes"} {
+	for _, k := range []string{"pg_stat_database.xact_commit", "pg_stat_database.blks_hit", "pg_stat_wal.wal_bytes",
+		"status.Questions", "status.Innodb_buffer_pool_read_requests"} {
 		x, okA := a.Counters[k]
 		y, okB := b.Counters[k]
 		if okA && okB && y < x {
@@ -409,7 +472,9 @@ func (ob *observer) advance(s *pgstat.Snapshot, own int64) {
 		for k, v := range pgstat.Delta(ob.winFrom, s) {
 			ob.win[k] += v
 		}
-		ob.win["pg_stat_database.xact_commit"] -= float64(own - ob.winOwn)
+		if ob.commitKey != "" {
+			ob.win[ob.commitKey] -= float64(own - ob.winOwn)
+		}
 	}
 	ob.winFrom, ob.winOwn = s, own
 }
@@ -434,20 +499,26 @@ func dbInterval(d map[string]float64, from, to, start time.Time) result.DBInterv
 		v = v * scale / secs
 		return &v
 	}
-	iv.Commits = rate(1, "pg_stat_database.xact_commit")
-	iv.Rollbacks = rate(1, "pg_stat_database.xact_rollback")
-	iv.LogicalRead = rate(1, "pg_stat_database.blks_hit", "pg_stat_database.blks_read")
-	if iv.LogicalRead == nil {
-		iv.LogicalRead = rate(1, "sqlite.cache_hit", "sqlite.cache_miss")
+	// Each figure from the engine's counters: PostgreSQL's, SQLite's or
+	// MySQL's, whichever the deltas hold.
+	first := func(vs ...*float64) *float64 {
+		for _, v := range vs {
+			if v != nil {
+				return v
+			}
+		}
+		return nil
 	}
-	iv.Reads = rate(1, "pg_stat_database.blks_read")
-	if iv.Reads == nil {
-		iv.Reads = rate(1, "sqlite.cache_miss")
-	}
-	iv.Writes = rate(1, "sqlite.cache_write")
-	iv.RowsChanged = rate(1, "pg_stat_database.tup_inserted", "pg_stat_database.tup_updated", "pg_stat_database.tup_deleted")
-	iv.WALBytes = rate(1, "pg_stat_wal.wal_bytes")
-	iv.ActiveTime = rate(0.001, "pg_stat_database.active_time")
+	iv.Commits = first(rate(1, "pg_stat_database.xact_commit"), rate(1, "status.Com_commit"))
+	iv.Rollbacks = first(rate(1, "pg_stat_database.xact_rollback"), rate(1, "status.Com_rollback"))
+	iv.LogicalRead = first(rate(1, "pg_stat_database.blks_hit", "pg_stat_database.blks_read"),
+		rate(1, "sqlite.cache_hit", "sqlite.cache_miss"), rate(1, "status.Innodb_buffer_pool_read_requests"))
+	iv.Reads = first(rate(1, "pg_stat_database.blks_read"), rate(1, "sqlite.cache_miss"), rate(1, "status.Innodb_buffer_pool_reads"))
+	iv.Writes = first(rate(1, "sqlite.cache_write"), rate(1, "status.Innodb_buffer_pool_pages_flushed"))
+	iv.RowsChanged = first(rate(1, "pg_stat_database.tup_inserted", "pg_stat_database.tup_updated", "pg_stat_database.tup_deleted"),
+		rate(1, "status.Innodb_rows_inserted", "status.Innodb_rows_updated", "status.Innodb_rows_deleted"))
+	iv.WALBytes = first(rate(1, "pg_stat_wal.wal_bytes"), rate(1, "status.Innodb_os_log_written"))
+	iv.ActiveTime = first(rate(0.001, "pg_stat_database.active_time"), rate(1e-12, mystat.KeyStatementTime))
 	return iv
 }
 
@@ -531,10 +602,10 @@ func (ob *observer) edge(ctx context.Context, p int) {
 		ob.pgMu.Lock()
 		defer ob.pgMu.Unlock()
 		ob.winOpen, ob.win = time.Now(), map[string]float64{}
-		if ob.pg == nil {
+		if ob.stats == nil {
 			return
 		}
-		s, err := ob.pg.Read(ctx)
+		s, err := ob.stats.Read(ctx)
 		if err != nil {
 			ob.fail("database (window start)", err)
 			return
@@ -548,10 +619,10 @@ func (ob *observer) edge(ctx context.Context, p int) {
 		ob.readOS(ctx, &ob.osEnd, &ob.drvEnd)
 		ob.pgMu.Lock()
 		defer ob.pgMu.Unlock()
-		if ob.pg == nil {
+		if ob.stats == nil {
 			return
 		}
-		s, err := ob.pg.Read(ctx)
+		s, err := ob.stats.Read(ctx)
 		if err != nil {
 			ob.fail("database (window end)", err)
 		} else {
@@ -684,9 +755,15 @@ func (ob *observer) finish(r *result.Run) error {
 			r.Warnings = append(r.Warnings, fmt.Sprintf(
 				"%s: the database profiles cover %.1f s of the %.1f s window (the time the server was up and answering)", what, covered, secs))
 		}
-		src := "postgres " + ob.database.Version
-		lp := pgstat.LoadProfile(src, d, covered)
-		io := pgstat.IOProfile(src, d, covered, float64(ob.database.BlockSize))
+		var lp, io result.Profile
+		if ob.t.Dialect == target.MySQL {
+			src := ob.database.Product + " " + ob.database.Version
+			lp, io = mystat.LoadProfile(src, d, covered), mystat.IOProfile(src, d, covered)
+			r.TimedWaits = mystat.TopWaits(d, 10)
+		} else {
+			src := "postgres " + ob.database.Version
+			lp, io = pgstat.LoadProfile(src, d, covered), pgstat.IOProfile(src, d, covered, float64(ob.database.BlockSize))
+		}
 		if covered < secs {
 			lp.Note = fmt.Sprintf("covers %.1f s of the %.1f s window", covered, secs)
 			io.Note = lp.Note
@@ -700,7 +777,7 @@ func (ob *observer) finish(r *result.Run) error {
 		r.LoadProfile = &lp
 		ob.database.DataBytes = sqlitestat.FileBytes(ob.t.Path)
 		ob.database.Settings["wal_file_bytes"] = fmt.Sprint(sqlitestat.WALBytes(ob.t.Path))
-	case ob.pg != nil:
+	case ob.stats != nil:
 		r.Warnings = append(r.Warnings, "the database did not answer during the measured window: no load or IO profile")
 	}
 	if ob.sampler != nil {

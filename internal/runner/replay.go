@@ -119,8 +119,8 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		return err
 	}
 	defer t.close()
-	if t.Dialect != target.Postgres {
-		return UsageError{target.ErrReplayDialect}
+	if err := replayable(c, t.Dialect); err != nil {
+		return UsageError{err}
 	}
 	sv, err := serverVersion(ctx, t)
 	if err != nil {
@@ -287,7 +287,7 @@ func verify(ctx context.Context, t *opened, want *snapshot.Snapshot) (*result.En
 		return nil, err
 	}
 	defer c.Close()
-	got, err := snapshot.Take(ctx, c, t.URL)
+	got, err := snapshot.Take(ctx, c, t.Dialect, t.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -463,4 +463,22 @@ func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *r
 	}
 	r.Replay = rp
 	return r, nil
+}
+
+// replayable checks that the capture's engine is the target's: a
+// capture's SQL is its server's dialect.
+func replayable(c *capture.Capture, d target.Dialect) error {
+	engine := c.Engine
+	if engine == "" {
+		engine = capture.EnginePostgres
+	}
+	switch {
+	case d == target.SQLite:
+		return target.ErrReplayDialect
+	case engine == capture.EngineMySQL && d != target.MySQL:
+		return fmt.Errorf("the capture comes from MySQL or MariaDB logs: replay it against a mysql:// or mariadb:// target, not %s", d)
+	case engine != capture.EngineMySQL && d == target.MySQL:
+		return fmt.Errorf("the capture comes from PostgreSQL logs: replay it against a postgres:// target, not %s", d)
+	}
+	return nil
 }

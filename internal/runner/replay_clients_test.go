@@ -47,7 +47,7 @@ func record(t *testing.T, setup, client func(inst *managed.Instance)) recorded {
 	client(inst)
 	rec.end = filepath.Join(t.TempDir(), "end.snap")
 	withConn(t, Target{URL: inst.URL()}, func(c target.Conn) error {
-		s, err := snapshot.Take(ctx, c, inst.URL())
+		s, err := snapshot.Take(ctx, c, target.Postgres, inst.URL())
 		if err != nil {
 			return err
 		}

@@ -62,6 +62,7 @@ type Target struct {
 	// --managed mariadb (option file lines, names with - or _).
 	MyBin, MyData, MyConf string
 	MySet                 []string
+	MyPreset              string // --my-preset: as --pg-preset
 	Progress              io.Writer
 }
 
@@ -101,8 +102,8 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		return nil, usage("cpus= confines a managed server's processes: it needs --managed postgres (on another server, set its CPUs yourself and --label each run)")
 	case t.Managed != "postgres" && (len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != ""):
 		return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
-	case t.Managed != "mariadb" && (len(t.MySet) > 0 || t.MyConf != "" || t.MyData != "" || t.MyBin != ""):
-		return nil, usage("--my-set, --my-conf, --my-data and --my-bin apply to --managed mariadb only")
+	case t.Managed != "mariadb" && (len(t.MySet) > 0 || t.MyConf != "" || t.MyData != "" || t.MyBin != "" || t.MyPreset != ""):
+		return nil, usage("--my-set, --my-conf, --my-preset, --my-data and --my-bin apply to --managed mariadb only")
 	case t.Managed == "":
 		tg, err := target.Open(t.URL)
 		if err != nil {
@@ -130,20 +131,20 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 			return nil, usage("--pg-conf %s: %v", t.PGConf, errors.Unwrap(err))
 		}
 	}
-	settings := t.PGSet
+	var preset []string
 	if t.PGPreset != "" {
 		p, ok := Presets[t.PGPreset]
 		if !ok {
 			return nil, usage("--pg-preset %q: choose one of %s", t.PGPreset, strings.Join(presetNames(), ", "))
 		}
-		settings = append(append([]string(nil), p.Settings...), t.PGSet...)
+		preset = p.Settings
 	}
 	data := t.PGData
 	if data == "" {
 		data = filepath.Join(DefaultDataDir, "pg")
 	}
-	inst, err := managed.Start(ctx, managed.Options{BinDir: t.PGBin, DataDir: data, Settings: settings,
-		ConfFile: t.PGConf, Log: t.Progress})
+	inst, err := managed.Start(ctx, managed.Options{BinDir: t.PGBin, DataDir: data, Settings: t.PGSet,
+		ConfFile: t.PGConf, Preset: preset, Log: t.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("managed postgres: %w", err)
 	}
@@ -180,27 +181,37 @@ func openMariaDB(ctx context.Context, t Target) (*opened, error) {
 			return nil, usage("--my-conf %s: %v", t.MyConf, errors.Unwrap(err))
 		}
 	}
+	var preset []string
+	if t.MyPreset != "" {
+		p, ok := Presets[t.MyPreset]
+		if !ok {
+			return nil, usage("--my-preset %q: choose one of %s", t.MyPreset, strings.Join(presetNames(), ", "))
+		}
+		preset = p.MySettings
+	}
 	data := cmp.Or(t.MyData, filepath.Join(DefaultDataDir, "mariadb"))
 	inst, err := managed.StartMariaDB(ctx, managed.Options{BinDir: t.MyBin, DataDir: data, Settings: t.MySet,
-		ConfFile: t.MyConf, Log: t.Progress})
+		ConfFile: t.MyConf, Preset: preset, Log: t.Progress})
 	if err != nil {
 		return nil, fmt.Errorf("managed mariadb: %w", err)
 	}
 	return openManaged(inst, t.CPUs)
 }
 
-// Preset is a named set of managed server settings.
+// Preset is a named set of managed server settings, for each engine.
 type Preset struct {
-	Settings []string
-	Purpose  string
+	Settings   []string // --pg-preset
+	MySettings []string // --my-preset
+	Purpose    string
 }
 
-// Presets are the --pg-preset choices.
+// Presets are the --pg-preset and --my-preset choices.
 var Presets = map[string]Preset{
 	// SLOB's method: a buffer cache far smaller than the data, so that the
-	// database's reads leave it (the OS page cache may still serve them:
-	// the IO units say whether it did).
-	"small-cache": {Settings: []string{"shared_buffers=16MB"},
+	// database's reads leave it. PostgreSQL reads through the OS page
+	// cache, which may still serve them (the IO units say whether it
+	// did); MariaDB's InnoDB reads with O_DIRECT by default.
+	"small-cache": {Settings: []string{"shared_buffers=16MB"}, MySettings: []string{"innodb_buffer_pool_size=16M"},
 		Purpose: "a 16 MB buffer cache, so that reads leave the database's cache (SLOB's method)"},
 }
 

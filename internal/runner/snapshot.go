@@ -20,7 +20,7 @@ type SnapshotOptions struct {
 // sequence's value (docs/replay.md uses it to verify a replay).
 func Snapshot(ctx context.Context, o SnapshotOptions) error {
 	if o.Target.URL == "" && (o.Target.Managed == "" || o.Target.PGData == "") {
-		return usage("snapshot reads a database you name: --target postgres://... (or --managed postgres --pg-data DIR)")
+		return usage("snapshot reads a database you name: --target postgres://... or mysql://... (or --managed postgres --pg-data DIR)")
 	}
 	if _, err := os.Stat(o.Out); err == nil && !o.Force {
 		return usage("--out %s exists: choose another file or pass --force to replace it", o.Out)
@@ -30,15 +30,15 @@ func Snapshot(ctx context.Context, o SnapshotOptions) error {
 		return err
 	}
 	defer t.close()
-	if t.Dialect != target.Postgres {
-		return usage("snapshot reads PostgreSQL (a replay's target); %s is %s", t.URL, t.Dialect)
+	if t.Dialect == target.SQLite {
+		return usage("snapshot reads PostgreSQL, MySQL or MariaDB (a replay's target); %s is %s", t.URL, t.Dialect)
 	}
 	c, err := t.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	s, err := snapshot.Take(ctx, c, t.URL)
+	s, err := snapshot.Take(ctx, c, t.Dialect, t.URL)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
-// Package snapshot owns end-state snapshots of a PostgreSQL database: per
-// table its row count and order-independent checksums of its rows and of
-// each column, and the value of every sequence; the snapshot file; and the
+// Package snapshot owns end-state snapshots of a PostgreSQL, MySQL or
+// MariaDB database: per table its row count and order-independent
+// checksums of its rows and of each column, and the value of every
+// sequence (MySQL: AUTO_INCREMENT counter); the snapshot file; and the
 // comparison of a database (or another snapshot) with one. It is how a
 // replay proves it did what the application did: the same rows in every
 // table at the end. It reads through target.Conn and writes nothing to
@@ -62,36 +63,91 @@ type Sequence struct {
 }
 
 // Take reads the state of every table and sequence the connection can see
-// outside the system schemas. Each table is read in one statement (one
-// scan), under a repeatable-read snapshot so that the tables agree with
-// each other.
-func Take(ctx context.Context, c target.Conn, url string) (*Snapshot, error) {
+// outside the system schemas (on MySQL: of the connection's database,
+// its AUTO_INCREMENT counters as sequences). Each table is read in one
+// statement (one scan), under a repeatable-read snapshot so that the
+// tables agree with each other.
+func Take(ctx context.Context, c target.Conn, d target.Dialect, url string) (*Snapshot, error) {
 	s := &Snapshot{Format: Format, Taken: time.Now().UTC(), Target: url}
-	if err := c.Begin(ctx, target.ReadOnly); err != nil {
-		return nil, err
+	if d != target.Postgres && d != target.MySQL {
+		return nil, fmt.Errorf("snapshot reads PostgreSQL, MySQL or MariaDB, not %s", d)
+	}
+	if err := d.BeginSnapshot(ctx, c); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	defer c.Rollback(ctx)
-	if _, err := c.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+	e := engines[d]
+	if err := c.QueryRow(ctx, e.database).Scan(&s.Database); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	if err := c.QueryRow(ctx, "SELECT current_database()").Scan(&s.Database); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	tables, err := listTables(ctx, c)
+	tables, err := listTables(ctx, c, e.tables)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range tables {
-		if err := t.read(ctx, c); err != nil {
+		if err := t.read(ctx, c, e); err != nil {
 			return nil, err
 		}
 		s.Tables = append(s.Tables, t.Table)
 	}
-	if s.Sequences, err = sequences(ctx, c); err != nil {
+	if s.Sequences, err = sequences(ctx, c, e.sequences); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// engine is how one server is read.
+type engine struct {
+	database, tables, sequences string
+	// sum is the checksum expression of a text; row the text of a whole
+	// row (aliased r) from its quoted columns; text a column's value as
+	// text.
+	sum  func(expr string) string
+	row  func(cols []string) string
+	text func(col string) string
+}
+
+var engines = map[target.Dialect]engine{
+	target.Postgres: {
+		database: "SELECT current_database()", tables: tablesSQL, sequences: sequencesSQL,
+		// The sum of the first 64 bits of the md5, as numeric so that it
+		// cannot overflow.
+		sum: func(expr string) string {
+			return "coalesce(sum(('x' || left(md5(" + expr + "), 16))::bit(64)::bigint::numeric), 0)::text"
+		},
+		row:  func([]string) string { return "r::text" },
+		text: func(col string) string { return "r." + col + "::text" },
+	},
+	target.MySQL: {
+		database: "SELECT database()", tables: myTablesSQL, sequences: mySequencesSQL,
+		// The same 64 bits, unsigned: a decimal sum cannot overflow.
+		sum: func(expr string) string {
+			return "cast(coalesce(sum(cast(conv(left(md5(" + expr + "), 16), 16, 10) AS decimal(20))), 0) AS char)"
+		},
+		row: func(cols []string) string {
+			parts := make([]string, len(cols))
+			for i, c := range cols {
+				parts[i] = "quote(r." + c + ")" // NULL is the word NULL, a value is quoted
+			}
+			return "concat_ws(',', " + strings.Join(parts, ", ") + ")"
+		},
+		text: func(col string) string { return "r." + col },
+	},
+}
+
+// myTablesSQL lists the base tables of the connection's database; the
+// name is the table's alone, so that a replay into a database of
+// another name compares.
+const myTablesSQL = `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, c.COLUMN_NAME, c.COLUMN_TYPE,
+	concat('` + "`" + `', replace(t.TABLE_NAME, '` + "`" + `', '` + "``" + `'), '` + "`" + `'),
+	concat('` + "`" + `', replace(c.COLUMN_NAME, '` + "`" + `', '` + "``" + `'), '` + "`" + `')
+FROM information_schema.TABLES t JOIN information_schema.COLUMNS c
+  ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME
+WHERE t.TABLE_SCHEMA = database() AND t.TABLE_TYPE = 'BASE TABLE'
+ORDER BY t.TABLE_NAME, c.ORDINAL_POSITION`
+
+const mySequencesSQL = `SELECT concat(TABLE_NAME, '.auto_increment'), AUTO_INCREMENT, true
+FROM information_schema.TABLES WHERE TABLE_SCHEMA = database() AND AUTO_INCREMENT IS NOT NULL ORDER BY 1`
 
 // table is a table to read, with its columns' quoted names.
 type table struct {
@@ -108,8 +164,8 @@ WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'
 ORDER BY 1, 2, a.attnum`
 
-func listTables(ctx context.Context, c target.Conn) ([]*table, error) {
-	rows, err := c.Query(ctx, tablesSQL)
+func listTables(ctx context.Context, c target.Conn, q string) ([]*table, error) {
+	rows, err := c.Query(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: list tables: %w", err)
 	}
@@ -121,6 +177,9 @@ func listTables(ctx context.Context, c target.Conn) ([]*table, error) {
 			return nil, fmt.Errorf("snapshot: list tables: %w", err)
 		}
 		full := schema + "." + name
+		if strings.HasPrefix(quoted, "`") {
+			full = name // MySQL: the database is the schema
+		}
 		if len(out) == 0 || out[len(out)-1].Name != full {
 			out = append(out, &table{Table: Table{Name: full}, quoted: quoted})
 		}
@@ -131,17 +190,11 @@ func listTables(ctx context.Context, c target.Conn) ([]*table, error) {
 	return out, rows.Err()
 }
 
-// sumOf is the checksum expression of a text: the sum of the first 64
-// bits of its md5, as numeric so that it cannot overflow.
-func sumOf(expr string) string {
-	return "coalesce(sum(('x' || left(md5(" + expr + "), 16))::bit(64)::bigint::numeric), 0)::text"
-}
-
-func (t *table) read(ctx context.Context, c target.Conn) error {
-	exprs := []string{"count(*)", sumOf("r::text")}
+func (t *table) read(ctx context.Context, c target.Conn, e engine) error {
+	exprs := []string{"count(*)", e.sum(e.row(t.cols))}
 	for _, col := range t.cols {
 		// A NULL must differ from every value: values get a prefix.
-		exprs = append(exprs, sumOf("CASE WHEN r."+col+" IS NULL THEN 'n' ELSE 'v' || r."+col+"::text END"))
+		exprs = append(exprs, e.sum("CASE WHEN r."+col+" IS NULL THEN 'n' ELSE concat('v', "+e.text(col)+") END"))
 	}
 	dest := []any{&t.Rows, &t.Checksum}
 	for i := range t.Columns {
@@ -154,9 +207,11 @@ func (t *table) read(ctx context.Context, c target.Conn) error {
 	return nil
 }
 
-func sequences(ctx context.Context, c target.Conn) ([]Sequence, error) {
-	rows, err := c.Query(ctx, `SELECT schemaname || '.' || sequencename, coalesce(last_value, start_value), last_value IS NOT NULL
-		FROM pg_sequences WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`)
+const sequencesSQL = `SELECT schemaname || '.' || sequencename, coalesce(last_value, start_value), last_value IS NOT NULL
+		FROM pg_sequences WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`
+
+func sequences(ctx context.Context, c target.Conn, q string) ([]Sequence, error) {
+	rows, err := c.Query(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: sequences: %w", err)
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Batch is statements a transaction sends together because none needs
@@ -73,47 +70,6 @@ func (b *Batch) QueryRow(sql string, dest []any, args ...any) int {
 // Query queues a statement whose every row goes to each.
 func (b *Batch) Query(sql string, each func(Rows) error, args ...any) int {
 	return b.add(BatchItem{SQL: sql, Args: args, Each: each})
-}
-
-// SendBatch sends b in one round trip and reads every result in order; the
-// first error is returned (a failed statement aborts the transaction, so
-// the statements after it fail too and are not looked at).
-func (p *pgConn) SendBatch(ctx context.Context, b *Batch) error {
-	pb := &p.batch
-	pb.QueuedQueries = pb.QueuedQueries[:0]
-	for i := range b.items {
-		it := &b.items[i]
-		switch {
-		case it.begin != nil:
-			pb.Queue("BEGIN") // no callback: Close reads its result
-		case it.Dest != nil:
-			pb.Queue(it.SQL, it.Args...).QueryRow(func(r pgx.Row) error {
-				err := r.Scan(it.Dest...)
-				if errors.Is(err, pgx.ErrNoRows) {
-					it.NoRows = true
-					return nil
-				}
-				return err
-			})
-		case it.Each != nil:
-			pb.Queue(it.SQL, it.Args...).Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					if err := it.Each(pgRows{rows}); err != nil {
-						return err
-					}
-				}
-				return rows.Err()
-			})
-		default:
-			pb.Queue(it.SQL, it.Args...).Exec(func(ct pgconn.CommandTag) error {
-				it.Affected = ct.RowsAffected()
-				return nil
-			})
-		}
-	}
-	p.stmts.Add(int64(len(b.items)))
-	p.trips.Add(1)
-	return p.c.SendBatch(ctx, pb).Close()
 }
 
 // SendBatch runs b's statements one after another: SQLite is in the

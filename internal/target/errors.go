@@ -89,3 +89,33 @@ func sqliteCodeName(c int) string {
 	}
 	return "code"
 }
+
+// SQLState is a server error's SQLSTATE (PostgreSQL's, or MySQL's
+// alongside its error number), "" for no error and "other" for an error
+// that is not the server's (a lost connection).
+func SQLState(err error) string {
+	if err == nil {
+		return ""
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.SQLState != [5]byte{} {
+		return string(me.SQLState[:])
+	}
+	return "other"
+}
+
+// AbortsTransaction tells whether a failed statement ends its
+// transaction: every error does on PostgreSQL (the block is aborted until
+// its end); on MySQL only a deadlock (SQLSTATE 40001), which rolls the
+// transaction back, while other errors undo their statement alone.
+func AbortsTransaction(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return string(me.SQLState[:]) == "40001"
+	}
+	return err != nil
+}

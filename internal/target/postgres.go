@@ -120,7 +120,7 @@ type pgConn struct {
 	c     *pgx.Conn
 	stmts atomic.Int64 // read by the driver's watchdog while a statement runs
 	trips atomic.Int64 // round trips: one a statement, one a batch
-	batch pgx.Batch    // reused by SendBatch
+	w     wire         // SendBatch's prepared statements and storage
 }
 
 func (p *pgConn) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
@@ -193,15 +193,6 @@ func (r pgRow) Scan(dest ...any) error {
 		return ErrNoRows
 	}
 	return err
-}
-
-// SQLState returns the SQLSTATE of a PostgreSQL error, or "".
-func SQLState(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
 }
 
 // OnThisHost tells whether the database runs on this host: an embedded

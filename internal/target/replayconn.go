@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -50,14 +51,17 @@ type ReplayConn interface {
 	Close() error
 }
 
-// ErrReplayDialect is returned when replay is asked of a target that is
-// not PostgreSQL.
-var ErrReplayDialect = errors.New("replay needs a PostgreSQL target: captures come from PostgreSQL logs")
+// ErrReplayDialect is returned when replay is asked of a target that
+// cannot replay (SQLite).
+var ErrReplayDialect = errors.New("replay needs a PostgreSQL, MySQL or MariaDB target: captures come from their logs")
 
 // ConnectReplay opens a replay connection as user to database, with the
 // application name app; an empty user or database keeps the URL's. The
 // URL's password (or the password file) is used for every user.
 func (t *Target) ConnectReplay(ctx context.Context, user, database, app string) (ReplayConn, error) {
+	if t.Dialect == MySQL {
+		return t.connectMyReplay(ctx, user, database)
+	}
 	if t.Dialect != Postgres || t.pgConfig == nil {
 		return nil, ErrReplayDialect
 	}
@@ -95,6 +99,11 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // Refused reports whether the server refused the user or the database
 // (authentication, a missing role or database), rather than being down.
 func (e *ConnectError) Refused() bool {
+	var me *mysql.MySQLError
+	if errors.As(e.Err, &me) {
+		// access denied (user, password), unknown or forbidden database
+		return me.Number == 1044 || me.Number == 1045 || me.Number == 1049 || me.Number == 1698
+	}
 	var pe *pgconn.PgError
 	if !errors.As(e.Err, &pe) {
 		return false

@@ -117,6 +117,9 @@ type Outcome struct {
 type Table struct {
 	Name         string
 	ExpectedRows int64 // approximate where the data is random (order lines)
+	// Where, when set, selects the rows ExpectedRows counts (a layout's
+	// filler rows left out).
+	Where string
 }
 
 // CheckResult is one consistency condition.

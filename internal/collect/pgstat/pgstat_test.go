@@ -323,7 +323,7 @@ func BenchmarkCollectors(b *testing.B) {
 	s := NewSampler(c, time.Second, "bench")
 	b.Run("sample", func(b *testing.B) {
 		for range b.N {
-			if err := s.sample(ctx); err != nil {
+			if err := s.Sample(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}

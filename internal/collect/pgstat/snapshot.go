@@ -14,15 +14,32 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/counters"
 	"github.com/dbparity/dbparity/internal/target"
 )
 
 // Snapshot is one reading of the cumulative counters, keyed "view.column"
 // (pg_stat_io and pg_stat_statements summed over their rows). A counter
 // the server does not have is absent from the map.
-type Snapshot struct {
-	At       time.Time          `json:"at"`
-	Counters map[string]float64 `json:"counters"`
+type Snapshot = counters.Snapshot
+
+// Delta subtracts two snapshots: the work done between them.
+func Delta(start, end *Snapshot) map[string]float64 { return counters.Delta(start, end) }
+
+// sampleQuery reads the state of the other client sessions of this
+// database, but those of the application named $1 (the collectors). An
+// active session without a wait event is on CPU (or in code PostgreSQL
+// does not instrument: ASH calls that CPU too).
+const sampleQuery = `SELECT coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
+	FROM pg_stat_activity
+	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+	  AND backend_type = 'client backend' AND application_name <> $1
+	GROUP BY 1, 2`
+
+// NewSampler samples pg_stat_activity every interval through c, which it
+// uses alone, leaving out the sessions of application exclude.
+func NewSampler(c target.Conn, interval time.Duration, exclude string) *counters.Sampler {
+	return counters.NewSampler(c, interval, counters.SampleQuery{SQL: sampleQuery, Args: []any{exclude}, Source: "pg_stat_activity"})
 }
 
 // source is one view and the counters wanted from it.

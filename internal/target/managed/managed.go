@@ -41,6 +41,7 @@ type Options struct {
 	DataDir  string    // cluster directory; initdb runs when it holds no PG_VERSION; kept afterwards
 	Settings []string  // "name=value" (--pg-set), applied last
 	ConfFile string    // file of postgresql.conf lines (--pg-conf), applied before Settings
+	Preset   []string  // "name=value" of a named preset, applied first
 	Log      io.Writer // one-line progress messages; may be nil
 	// Loopback also listens on 127.0.0.1 at Port, for clients that cannot
 	// use a unix socket (JDBC); trust authentication, as on the socket.

@@ -130,14 +130,17 @@ func TestStartStopRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	o := Options{DataDir: filepath.Join(dir, "data"), ConfFile: conf, Settings: []string{"work_mem=8MB", "fsync=off"}, Log: &log}
+	// The preset comes first: the file overrides its random_page_cost,
+	// its seq_page_cost stays.
+	o := Options{DataDir: filepath.Join(dir, "data"), ConfFile: conf, Settings: []string{"work_mem=8MB", "fsync=off"}, Log: &log,
+		Preset: []string{"random_page_cost=3", "seq_page_cost=2"}}
 	t0 := time.Now()
 	inst := start(t, o)
 	t.Logf("first start (initdb included): %v", time.Since(t0))
 
 	c := connect(t, inst)
 	for name, want := range map[string]string{
-		"max_connections": "300", "work_mem": "8MB", "random_page_cost": "1.5",
+		"max_connections": "300", "work_mem": "8MB", "random_page_cost": "1.5", "seq_page_cost": "2",
 		"listen_addresses": "", "cluster_name": `it's #1 \ok`, "fsync": "off",
 	} {
 		if got := show(t, c, name); got != want {

@@ -53,10 +53,17 @@ func ParseMySetting(s string) (name, value string, err error) {
 	return name, value, nil
 }
 
-// mySettings reads --my-conf (option file lines, [mysqld] or none) and then
-// --my-set, in the order they are applied.
+// mySettings reads the preset, --my-conf (option file lines, [mysqld] or
+// none) and then --my-set, in the order they are applied.
 func mySettings(o Options) ([]setting, error) {
 	var out []setting
+	for _, s := range o.Preset {
+		name, value, err := ParseMySetting(s)
+		if err != nil {
+			return nil, fmt.Errorf("preset %s: %w", s, err)
+		}
+		out = append(out, setting{name, value})
+	}
 	if o.ConfFile != "" {
 		b, err := os.ReadFile(o.ConfFile)
 		if err != nil {
@@ -227,6 +234,8 @@ func (i *Instance) writeMyProfile(wanted []setting) error {
 		{"port", strconv.Itoa(port)},
 		{"max_connections", "300"},
 		{"skip_name_resolve", "1"},
+		// The collectors' DB time and timed waits (MariaDB starts it off).
+		{"performance_schema", "ON"},
 	}
 	if i.Loopback {
 		all = append(all, setting{"bind_address", "127.0.0.1"})

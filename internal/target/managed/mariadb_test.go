@@ -33,7 +33,10 @@ func TestMariaDBStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	o := Options{DataDir: filepath.Join(dir, "data"), ConfFile: conf, Settings: []string{"max_connections=77"}, Log: &log}
+	// The preset comes first: the file overrides its buffer pool, its
+	// max_allowed_packet stays.
+	o := Options{DataDir: filepath.Join(dir, "data"), ConfFile: conf, Settings: []string{"max_connections=77"}, Log: &log,
+		Preset: []string{"innodb_buffer_pool_size=16M", "max_allowed_packet=8M"}}
 	t0 := time.Now()
 	inst, err := StartMariaDB(context.Background(), o)
 	if err != nil {
@@ -46,7 +49,8 @@ func TestMariaDBStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for name, want := range map[string]string{"max_connections": "77", "innodb_buffer_pool_size": "67108864", "skip_networking": "ON"} {
+	for name, want := range map[string]string{"max_connections": "77", "innodb_buffer_pool_size": "67108864", "skip_networking": "ON",
+		"max_allowed_packet": "8388608"} {
 		var n, v string
 		if err := db.QueryRow("SHOW GLOBAL VARIABLES LIKE '"+name+"'").Scan(&n, &v); err != nil || v != want {
 			t.Errorf("%s = %q (%v), want %q", name, v, err, want)

@@ -63,10 +63,17 @@ func checkName(name string) (string, error) {
 	return name, nil
 }
 
-// userSettings reads the conf file and then the --pg-set settings, in the
-// order they are applied.
+// userSettings reads the preset, the conf file and then the --pg-set
+// settings, in the order they are applied.
 func userSettings(o Options) ([]setting, error) {
 	var out []setting
+	for _, s := range o.Preset {
+		name, value, err := ParseSetting(s)
+		if err != nil {
+			return nil, fmt.Errorf("preset %s: %w", s, err)
+		}
+		out = append(out, setting{name, value})
+	}
 	if o.ConfFile != "" {
 		b, err := os.ReadFile(o.ConfFile)
 		if err != nil {

@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/metrics"
@@ -404,13 +403,4 @@ func mapped(m map[string]string, name string) string {
 
 // sqlState is the SQLSTATE of a replay error, "" for none and "other" for
 // an error that is not the server's (a lost connection).
-func sqlState(err error) string {
-	if err == nil {
-		return ""
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return "other"
-}
+func sqlState(err error) string { return target.SQLState(err) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/target"
 )
 
 // Result is what a replay did, beside its capture.
@@ -251,7 +252,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		}
 	}
 	kind := txKindOf(text)
-	committed, repRB := r.repTx[s].step(kind, err != nil, tag)
+	committed, repRB := r.repTx[s].step(kind, target.AbortsTransaction(err), tag)
 	if committed {
 		sc.txReplay++
 	}

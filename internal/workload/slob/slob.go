@@ -8,6 +8,7 @@ package slob
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -140,41 +141,22 @@ func (s *Slob) TxTypes() []string { return []string{"read", "update"} }
 func (s *Slob) Tables() []workload.Table {
 	var ts []workload.Table
 	for i := 1; i <= s.Schemas; i++ {
-		ts = append(ts, workload.Table{Name: table(i), ExpectedRows: int64(s.Scale)})
+		ts = append(ts, workload.Table{Name: table(i), ExpectedRows: int64(s.Scale), Where: target.Workload})
 	}
 	return ts
 }
 
 func table(schema int) string { return fmt.Sprintf("slob_%d", schema) }
 
-// padding makes a row fill a block: on PostgreSQL with fillfactor 10 any
-// row over 10% of the 8 KB page is alone on its page; on SQLite (4 KB
-// pages) a row over half a page is.
-func padding(d target.Dialect) int {
-	if d == target.SQLite {
-		return 2500
-	}
-	return 1000
-}
-
-func createSQL(d target.Dialect, schema int) string {
-	if d == target.SQLite {
-		// The rowid is the key: the table's B-tree is its index.
-		return "CREATE TABLE " + table(schema) + " (id INTEGER PRIMARY KEY, n int NOT NULL, pad text NOT NULL)"
-	}
-	return "CREATE TABLE " + table(schema) + " (id bigint NOT NULL, n int NOT NULL, pad text NOT NULL) WITH (fillfactor = 10)"
-}
-
 func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	d := env.Target.Dialect
 	var names, ddl []string
+	var layouts []target.BlockTable
 	for i := 1; i <= s.Schemas; i++ {
-		names = append(names, table(i))
-		ddl = append(ddl, createSQL(d, i))
-		if d == target.Postgres {
-			// The pad is stored plainly, never compressed or moved out of line.
-			ddl = append(ddl, "ALTER TABLE "+table(i)+" ALTER COLUMN pad SET STORAGE PLAIN")
-		}
+		l := d.BlockTable(table(i))
+		layouts = append(layouts, l)
+		names = append(names, l.Name)
+		ddl = append(ddl, l.Create...)
 	}
 	c, err := workload.Recreate(ctx, env, name, names, ddl)
 	if err != nil {
@@ -183,74 +165,84 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	defer c.Close()
 	var units []workload.Unit
 	for sc := 1; sc <= s.Schemas; sc++ {
+		l := layouts[sc-1]
 		for from := 1; from <= s.Scale; from += chunk {
 			to := min(from+chunk-1, s.Scale)
-			units = append(units, workload.Unit{Name: fmt.Sprintf("%s rows %d-%d", table(sc), from, to), Rows: int64(to - from + 1),
+			units = append(units, workload.Unit{Name: fmt.Sprintf("%s rows %d-%d", l.Name, from, to), Rows: int64(to - from + 1),
 				Load: func(ctx context.Context, c target.Conn) (int64, error) {
 					g := rand.New(rand.NewPCG(env.Seed, uint64(sc)<<32|uint64(from)))
 					p := newPermutation(uint64(s.Scale), env.Seed^uint64(sc))
 					rows := make([][]any, 0, to-from+1)
 					for pos := from; pos <= to; pos++ {
-						rows = append(rows, []any{int64(p.at(uint64(pos-1))) + 1, 0, pad(g, padding(d))})
+						id := int64(p.at(uint64(pos-1))) + 1
+						rows = l.AppendRow(rows, int64(pos), id, pad(g, l.Pad))
 					}
-					return c.CopyFrom(ctx, table(sc), []string{"id", "n", "pad"}, rows)
+					// The workload's rows, fillers not counted.
+					if _, err := c.CopyFrom(ctx, l.Name, l.Columns, rows); err != nil {
+						return 0, err
+					}
+					return int64(to - from + 1), nil
 				}})
 		}
 	}
 	if err := workload.RunUnits(ctx, env, units); err != nil {
 		return err
 	}
-	if d == target.Postgres {
-		var idx []workload.Unit
-		for i := 1; i <= s.Schemas; i++ {
-			idx = append(idx, workload.Unit{Name: "index " + table(i), Load: func(ctx context.Context, c target.Conn) (int64, error) {
-				for _, q := range []string{"ALTER TABLE " + table(i) + " ADD PRIMARY KEY (id)"} {
-					if _, err := c.Exec(ctx, q); err != nil {
-						return 0, fmt.Errorf("%s: %w", q, err)
-					}
-				}
-				return 0, nil
+	var idx []workload.Unit
+	for _, l := range layouts {
+		if len(l.Keys) > 0 {
+			idx = append(idx, workload.Unit{Name: "index " + l.Name, Load: func(ctx context.Context, c target.Conn) (int64, error) {
+				return 0, l.BuildKeys(ctx, c)
 			}})
 		}
-		if err := workload.RunUnits(ctx, env, idx); err != nil {
-			return err
-		}
-		// VACUUM FREEZE sets every row's hint bits now, so that the first
-		// reads of a run do not dirty (and write) the blocks.
-		if err := vacuum(ctx, env, s.Schemas); err != nil {
-			return err
-		}
+	}
+	restore, err := layouts[0].PrepareKeys(ctx, c)
+	if err != nil {
+		return err
+	}
+	err = workload.RunUnits(ctx, env, idx)
+	restore()
+	if err != nil {
+		return err
+	}
+	if err := settle(ctx, env, layouts); err != nil {
+		return err
+	}
+	if cp := d.Checkpoint(); cp != "" {
 		// Write the load's dirty blocks now, not during the first run. It
 		// needs superuser or pg_checkpoint; without, the server's own
 		// checkpoint will do it later.
-		if _, err := c.Exec(ctx, "CHECKPOINT"); err != nil {
-			env.Note(fmt.Sprintf("CHECKPOINT after the load: %v (the first run may write the load's blocks)", err))
+		if _, err := c.Exec(ctx, cp); err != nil {
+			env.Note(fmt.Sprintf("%s after the load: %v (the first run may write the load's blocks)", cp, err))
 		}
-		// Rows over the table's blocks: cheap at any scale; check counts
-		// the blocks of the rows themselves.
-		for i := 1; i <= s.Schemas; i++ {
-			var blocks int64
-			if err := c.QueryRow(ctx, "SELECT pg_relation_size($1) / current_setting('block_size')::int", table(i)).Scan(&blocks); err != nil {
-				return err
-			}
-			env.Note(fmt.Sprintf("%s: %d rows in %d blocks, %.2f rows per block (the method needs 1)",
-				table(i), s.Scale, blocks, float64(s.Scale)/float64(max(blocks, 1))))
+	}
+	// Rows over the table's blocks: cheap at any scale; check counts
+	// the blocks of the rows themselves.
+	for _, l := range layouts {
+		blocks := d.TableBytes(ctx, c, l.Name) / int64(l.BlockSize)
+		if blocks <= 0 {
+			continue
 		}
+		env.Note(fmt.Sprintf("%s: %d rows in %d blocks of %d KB with its index, %.2f rows per block (the method needs 1)",
+			l.Name, s.Scale, blocks, l.BlockSize/1024, float64(s.Scale)/float64(blocks)))
 	}
 	return workload.WriteMeta(ctx, c, s.Meta(), s.Params())
 }
 
-// vacuum freezes and analyzes the tables, on up to env.Workers
-// connections (VACUUM runs outside a transaction, so not as load units).
-func vacuum(ctx context.Context, env *workload.LoadEnv, schemas int) error {
-	next := make(chan int, schemas)
-	for i := 1; i <= schemas; i++ {
-		next <- i
+// settle runs each table's Settle statement (VACUUM FREEZE on
+// PostgreSQL) on up to env.Workers connections: VACUUM runs outside a
+// transaction, so not as load units.
+func settle(ctx context.Context, env *workload.LoadEnv, layouts []target.BlockTable) error {
+	next := make(chan target.BlockTable, len(layouts))
+	for _, l := range layouts {
+		if l.Settle != "" {
+			next <- l
+		}
 	}
 	close(next)
-	errs := make(chan error, schemas)
+	errs := make(chan error, len(layouts))
 	var wg sync.WaitGroup
-	for range max(1, min(env.Workers, schemas)) {
+	for range max(1, min(env.Workers, len(next))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -260,9 +252,9 @@ func vacuum(ctx context.Context, env *workload.LoadEnv, schemas int) error {
 				return
 			}
 			defer c.Close()
-			for i := range next {
-				if _, err := c.Exec(ctx, "VACUUM (FREEZE, ANALYZE) "+table(i)); err != nil {
-					errs <- fmt.Errorf("vacuum %s: %w", table(i), err)
+			for l := range next {
+				if _, err := c.Exec(ctx, l.Settle); err != nil {
+					errs <- fmt.Errorf("%s: %w", l.Settle, err)
 					return
 				}
 			}
@@ -304,22 +296,8 @@ func (s *Slob) Prepare(ctx context.Context, c target.Conn, d target.Dialect) err
 	return nil
 }
 
-// RowsPerBlock returns how many rows share a block, at most, in a
-// schema's table: 1 is the layout the method needs. (PostgreSQL only:
-// the ctid names the block.)
-func RowsPerBlock(ctx context.Context, c target.Conn, schema int) (float64, error) {
-	var rows, blocks int64
-	err := c.QueryRow(ctx, "SELECT count(*), count(DISTINCT (ctid::text::point)[0]) FROM "+table(schema)).Scan(&rows, &blocks)
-	if err != nil {
-		return 0, err
-	}
-	if blocks == 0 {
-		return 0, nil
-	}
-	return float64(rows) / float64(blocks), nil
-}
-
-// Check verifies that every schema holds its rows one per block.
+// Check verifies that every schema holds its rows, one per block where
+// the dialect can count blocks.
 func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]workload.CheckResult, error) {
 	if err := s.Prepare(ctx, c, d); err != nil {
 		return nil, err
@@ -327,7 +305,7 @@ func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]wo
 	var out []workload.CheckResult
 	for i := 1; i <= s.Schemas; i++ {
 		var n int64
-		if err := c.QueryRow(ctx, "SELECT count(*) FROM "+table(i)).Scan(&n); err != nil {
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM "+table(i)+" WHERE "+target.Workload).Scan(&n); err != nil {
 			return nil, err
 		}
 		r := workload.CheckResult{Name: fmt.Sprintf("%s holds %d rows", table(i), s.Scale), OK: n == int64(s.Scale)}
@@ -335,17 +313,18 @@ func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]wo
 			r.Detail = fmt.Sprintf("%d rows", n)
 		}
 		out = append(out, r)
-		if d == target.Postgres {
-			per, err := RowsPerBlock(ctx, c, i)
-			if err != nil {
-				return nil, err
-			}
-			r := workload.CheckResult{Name: table(i) + ": one row per block", OK: per <= 1.0001}
-			if !r.OK {
-				r.Detail = fmt.Sprintf("%.2f rows per block", per)
-			}
-			out = append(out, r)
+		per, err := d.BlockTable(table(i)).RowsPerBlock(ctx, c, d)
+		if errors.Is(err, target.ErrNoBlockCount) {
+			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		r = workload.CheckResult{Name: table(i) + ": one row per block", OK: per <= 1.0001}
+		if !r.OK {
+			r.Detail = fmt.Sprintf("%.2f rows per block", per)
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -354,8 +333,9 @@ func (s *Slob) NewWorker(id int, seed uint64, d target.Dialect) workload.Worker 
 	g := rand.New(rand.NewPCG(seed, 1<<40|uint64(id)))
 	w := &worker{s: s, g: g, own: s.statements(id%s.Schemas + 1), hot: s.statements(1)}
 	if s.RedoStress == "heavy" {
-		w.pads = pad(g, 2*padding(d))
-		w.padLen = padding(d)
+		n := d.BlockTable(table(1)).Pad
+		w.pads = pad(g, 2*n)
+		w.padLen = n
 	}
 	return w
 }

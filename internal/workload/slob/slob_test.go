@@ -169,7 +169,7 @@ func TestHeavyRedoRowsDiffer(t *testing.T) {
 	s := valid()
 	s.RedoStress = "heavy"
 	w := s.NewWorker(0, 1, target.Postgres).(*worker)
-	if len(w.pads) != 2*padding(target.Postgres) || w.padLen != padding(target.Postgres) {
+	if n := target.Postgres.BlockTable(table(1)).Pad; len(w.pads) != 2*n || w.padLen != n {
 		t.Fatalf("pads %d bytes, rows %d", len(w.pads), w.padLen)
 	}
 	if light := valid(); light.NewWorker(0, 1, target.Postgres).(*worker).pads != "" {

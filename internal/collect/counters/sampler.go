@@ -1,4 +1,4 @@
-package pgstat
+package counters
 
 import (
 	"context"
@@ -11,16 +11,6 @@ import (
 	"github.com/dbparity/dbparity/internal/target"
 )
 
-// sampleQuery reads the state of the other client sessions of this
-// database, but those of the application named $1 (the collectors). An
-// active session without a wait event is on CPU (or in code PostgreSQL
-// does not instrument: ASH calls that CPU too).
-const sampleQuery = `SELECT coalesce(wait_event_type, ''), coalesce(wait_event, ''), count(*)
-	FROM pg_stat_activity
-	WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
-	  AND backend_type = 'client backend' AND application_name <> $1
-	GROUP BY 1, 2`
-
 type eventKey struct{ class, event string }
 
 // Sampler counts session states, like ASH, through its own connection.
@@ -28,7 +18,7 @@ type eventKey struct{ class, event string }
 type Sampler struct {
 	c        target.Conn
 	interval time.Duration
-	exclude  string
+	q        SampleQuery
 
 	mu       sync.Mutex
 	all      int64 // every sample taken: each one a transaction on the server
@@ -42,10 +32,19 @@ type Sampler struct {
 	err      error
 }
 
-// NewSampler samples every interval through c, which it uses alone,
-// leaving out the sessions of application exclude.
-func NewSampler(c target.Conn, interval time.Duration, exclude string) *Sampler {
-	return &Sampler{c: c, interval: interval, exclude: exclude, events: map[eventKey]int64{}}
+// SampleQuery is how an engine's sessions are sampled: SQL returning a
+// row per state (class, event, sessions) of the active sessions but the
+// collectors'; an empty class is a session on CPU. Source names the view
+// in the result.
+type SampleQuery struct {
+	SQL    string
+	Args   []any
+	Source string
+}
+
+// NewSampler samples every interval through c, which it uses alone.
+func NewSampler(c target.Conn, interval time.Duration, q SampleQuery) *Sampler {
+	return &Sampler{c: c, interval: interval, q: q, events: map[eventKey]int64{}}
 }
 
 // Run samples until ctx ends. Each sample is one statement, so one
@@ -60,7 +59,7 @@ func (s *Sampler) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := s.sample(ctx); err != nil {
+			if err := s.Sample(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -88,10 +87,11 @@ func (s *Sampler) Missed() int64 {
 	return s.missed
 }
 
-func (s *Sampler) sample(ctx context.Context) error {
-	rows, err := s.c.Query(ctx, sampleQuery, s.exclude)
+// Sample takes one sample now.
+func (s *Sampler) Sample(ctx context.Context) error {
+	rows, err := s.c.Query(ctx, s.q.SQL, s.q.Args...)
 	if err != nil {
-		return fmt.Errorf("sample pg_stat_activity: %w", err)
+		return fmt.Errorf("sample %s: %w", s.q.Source, err)
 	}
 	defer rows.Close()
 	s.mu.Lock()
@@ -105,7 +105,7 @@ func (s *Sampler) sample(ctx context.Context) error {
 		var k eventKey
 		var n int64
 		if err := rows.Scan(&k.class, &k.event, &n); err != nil {
-			return fmt.Errorf("sample pg_stat_activity: %w", err)
+			return fmt.Errorf("sample %s: %w", s.q.Source, err)
 		}
 		if k.class == "" {
 			k = eventKey{"CPU", "CPU"}
@@ -136,7 +136,7 @@ func (s *Sampler) Count(on bool) {
 func (s *Sampler) Result() (*result.Waits, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &result.Waits{Source: "pg_stat_activity", IntervalMs: float64(s.interval) / float64(time.Millisecond),
+	w := &result.Waits{Source: s.q.Source, IntervalMs: float64(s.interval) / float64(time.Millisecond),
 		Samples: s.rounds, ActiveSamples: s.active}
 	if s.rounds > 0 {
 		w.AvgActiveSessions = float64(s.active) / float64(s.rounds)

@@ -1,0 +1,512 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MySQL and MariaDB write two logs a capture can read: the general query
+// log (every command as the server receives it, connections and Quit
+// included, no durations) and the slow query log with long_query_time = 0
+// (every statement as it ends, with its duration, no connections).
+// MariaDB stamps both with whole seconds; MySQL 8 with microseconds.
+// docs/capture.md says which server settings each needs.
+
+// Log formats of MySQL and MariaDB.
+const (
+	FormatMySQLGeneral = "mysql-general"
+	FormatMySQLSlow    = "mysql-slow"
+)
+
+// Engines a capture comes from.
+const (
+	EnginePostgres = "postgresql"
+	EngineMySQL    = "mysql"
+)
+
+const (
+	reasonMyHeader   = "server start banners"
+	reasonMyCommand  = "protocol commands with nothing to replay (Prepare, Close stmt, Ping, Statistics...)"
+	reasonMyExecute  = "prepared statement executions replayed as text queries with the logged values (the binary protocol is not replayed)"
+	reasonMyOrphan   = "lines before the first command (a log that starts mid-statement)"
+	reasonMySecond   = "timestamps in whole seconds (MariaDB): statements within a second are spread evenly over it in log order"
+	reasonMyChange   = "COM_CHANGE_USER commands (the session goes on as its first user)"
+	reasonMyNoThread = "slow log entries without a thread id"
+	reasonMyLocal    = "times without a zone read as this machine's local time"
+	reasonMyFailed   = "connections refused by the server (failed logins)"
+)
+
+// generalLine is a general log entry's first line: MariaDB's time
+// (YYMMDD H:MM:SS, only when it changed) or MySQL 8's ISO time, the
+// thread id, the command and its argument.
+var generalLine = regexp.MustCompile(`^(\d{6} [ \d]\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?)?\t+ *(\d+) ([A-Z][A-Za-z_ ]*?)\t(.*)$`)
+
+// connectArg is a Connect command's argument: user@host on db using how.
+var connectArg = regexp.MustCompile(`^(\S*)@(\S*) (?:as \S+ )?on ?(\S*)(?: using (.*))?$`)
+
+// myEvent is one thing a MySQL log says a thread did.
+type myEvent struct {
+	thread   int
+	kind     byte // 'c' connect, 'q' statement, 'x' quit, 'f' failed connect
+	at       time.Time
+	second   bool // at is a whole second of a log that has no finer time
+	text     string
+	dur      time.Duration
+	user, db string
+	host     string
+	where    string
+}
+
+func isMySQLFormat(f string) bool { return f == FormatMySQLGeneral || f == FormatMySQLSlow }
+
+// sniffMySQL tells a MySQL log from the head of a file: "" when it is not
+// one.
+func sniffMySQL(head []byte) string {
+	slow := bytes.Contains(head, []byte("\n# Query_time: ")) || bytes.HasPrefix(head, []byte("# Time: ")) ||
+		bytes.HasPrefix(head, []byte("# User@Host: ")) || bytes.Contains(head, []byte("\n# User@Host: "))
+	if slow {
+		return FormatMySQLSlow
+	}
+	if bytes.Contains(head, []byte("started with:\n")) || bytes.Contains(head, []byte("Time                 Id Command")) ||
+		bytes.Contains(head, []byte("Time\t\t    Id Command")) {
+		return FormatMySQLGeneral
+	}
+	for _, ln := range bytes.SplitN(head, []byte("\n"), 4) {
+		if generalLine.Match(ln) {
+			return FormatMySQLGeneral
+		}
+	}
+	return ""
+}
+
+// parseMySQL reads MySQL or MariaDB logs of one format, in the order
+// given, as one stream.
+func parseMySQL(files []string, format string, opt Options) (*Capture, error) {
+	b := newBuilder(opt)
+	var events []myEvent
+	for _, path := range files {
+		lr, err := open(path)
+		if err != nil {
+			return nil, err
+		}
+		lines := newLineReader(lr)
+		if format == FormatMySQLGeneral {
+			events, err = readGeneral(lines, path, b, events, opt, lr)
+		} else {
+			events, err = readSlow(lines, path, b, events, opt, lr)
+		}
+		lr.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	spreadSeconds(events, b)
+	sessions := map[int]*sess{}
+	seq := map[int]int{}
+	get := func(e *myEvent, connecting bool) *sess {
+		s := sessions[e.thread]
+		if s != nil && connecting && (s.connected || len(s.stmts) > 0) {
+			b.finish(s)
+			s = nil
+		}
+		if s == nil {
+			seq[e.thread]++
+			s = &sess{key: fmt.Sprintf("t%d.%d", e.thread, seq[e.thread]), firstAt: e.where, first: e.at, last: e.at}
+			s.ID, s.PID = fmt.Sprintf("thread-%d", e.thread), e.thread
+			if seq[e.thread] > 1 {
+				s.ID += "." + strconv.Itoa(seq[e.thread])
+			}
+			sessions[e.thread] = s
+			b.open[s.key] = s
+		}
+		if e.at.After(s.last) {
+			s.last = e.at
+		}
+		if s.User == "" {
+			s.User = e.user
+		}
+		if s.Host == "" {
+			s.Host = e.host
+		}
+		return s
+	}
+	for i := range events {
+		e := &events[i]
+		switch e.kind {
+		case 'f':
+			b.skip(Ignored, reasonMyFailed, e.where)
+		case 'c':
+			s := get(e, true)
+			s.connected, s.authorized, s.start = true, true, e.at
+			s.Database = e.db
+		case 'x':
+			s := get(e, false)
+			s.disconnected, s.end = true, e.at
+			b.finish(s)
+			delete(sessions, e.thread)
+		case 'q':
+			s := get(e, false)
+			if s.Database == "" && len(s.stmts) == 0 {
+				s.Database = e.db
+			}
+			s.authorized = true
+			s.stmts = append(s.stmts, &stmt{start: e.at, dur: e.dur, text: b.intern(e.text)})
+		}
+	}
+	c := b.capture(files)
+	c.Engine = EngineMySQL
+	return c, nil
+}
+
+// progressEvery reports progress about every so many lines.
+const progressEvery = 1 << 16
+
+func reportProgress(opt Options, path string, lr *logReader, n int) {
+	if opt.Progress != nil && n%progressEvery == 0 {
+		opt.Progress(path, lr.counter.n, lr.size)
+	}
+}
+
+// readGeneral reads a general query log.
+func readGeneral(lines *lineReader, path string, b *builder, events []myEvent, opt Options, lr *logReader) ([]myEvent, error) {
+	var cur time.Time // the last time printed
+	second := false
+	var last *myEvent // the entry whose argument continues on the next lines
+	for {
+		ln, n, err := lines.next()
+		if err == io.EOF {
+			return events, nil
+		}
+		where := path + ":" + strconv.Itoa(n)
+		if errors.Is(err, errLongLine) {
+			b.skip(Dropped, reasonLong, where)
+			last = nil
+			continue
+		}
+		if err != nil {
+			var damaged errDamaged
+			if errors.As(err, &damaged) {
+				b.skip(Dropped, "the rest of a damaged gzip file", where)
+				return events, nil
+			}
+			return nil, fmt.Errorf("read log %s: %w", path, err)
+		}
+		reportProgress(opt, path, lr, n)
+		m := generalLine.FindStringSubmatch(ln)
+		if m == nil {
+			switch {
+			case banner(ln):
+				b.skip(Ignored, reasonMyHeader, where)
+				last = nil
+			case last != nil:
+				last.text += "\n" + ln
+			case ln != "":
+				b.skip(Dropped, reasonMyOrphan, where)
+			}
+			continue
+		}
+		if m[1] != "" {
+			t, whole, local, ok := myTime(m[1])
+			if !ok {
+				b.skip(Dropped, reasonTime, where)
+				last = nil
+				continue
+			}
+			if local {
+				b.skip(Flagged, reasonMyLocal, where)
+			}
+			cur, second = t, whole
+		}
+		if cur.IsZero() {
+			b.skip(Dropped, reasonTime, where)
+			last = nil
+			continue
+		}
+		thread, _ := strconv.Atoi(m[2])
+		e := myEvent{thread: thread, at: cur, second: second, where: where}
+		last = nil
+		switch cmd, arg := m[3], m[4]; cmd {
+		case "Connect":
+			c := connectArg.FindStringSubmatch(arg)
+			if c == nil {
+				e.kind = 'f' // "Access denied for user ..."
+				break
+			}
+			e.kind, e.user, e.host, e.db = 'c', c[1], c[2], c[3]
+		case "Quit":
+			e.kind = 'x'
+		case "Query", "Execute":
+			e.kind, e.text = 'q', arg
+			if cmd == "Execute" {
+				b.skip(Flagged, reasonMyExecute, where)
+			}
+		case "Init DB":
+			e.kind, e.text = 'q', "USE "+quoteIdent(arg)
+		case "Change user":
+			b.skip(Flagged, reasonMyChange, where)
+			continue
+		default:
+			b.skip(Ignored, reasonMyCommand, where)
+			continue
+		}
+		events = append(events, e)
+		if e.kind == 'q' {
+			last = &events[len(events)-1]
+		}
+	}
+}
+
+// slowEntry is the header of a slow log entry being read.
+type slowEntry struct {
+	thread       int
+	user, host   string
+	db           string
+	dur          time.Duration
+	timestamp    int64 // SET timestamp=N: the statement's start, in seconds
+	at           time.Time
+	precise      bool
+	where        string
+	haveThread   bool
+	text         []string
+	sawHeader    bool
+	sawTimestamp bool
+}
+
+var (
+	slowUserHost = regexp.MustCompile(`^# User@Host: (\S*?)\[[^\]]*\] @ (\S*) \[([^\]]*)\](?:\s+Id:\s+(\d+))?`)
+	slowThread   = regexp.MustCompile(`^# Thread_id: (\d+)\s+Schema: (\S*)`)
+	slowQuery    = regexp.MustCompile(`^# Query_time: ([\d.]+)`)
+	slowUse      = regexp.MustCompile("^use `?([^`;]*)`?;$")
+	slowSetTime  = regexp.MustCompile(`^SET timestamp=(\d+);$`)
+)
+
+// readSlow reads a slow query log: each entry is a run of "# " header
+// lines, then "use DB;" when the database changed, "SET timestamp=N;",
+// and the statement, ended by ";".
+func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt Options, lr *logReader) ([]myEvent, error) {
+	var e slowEntry
+	var lastTime time.Time
+	lastPrecise := false
+	db := map[int]string{}
+	flush := func() {
+		if !e.sawHeader {
+			return
+		}
+		defer func() { e = slowEntry{} }()
+		text := strings.TrimSuffix(strings.TrimRight(strings.Join(e.text, "\n"), " \t\r\n"), ";")
+		if !e.haveThread {
+			b.skip(Dropped, reasonMyNoThread, e.where)
+			return
+		}
+		ev := myEvent{thread: e.thread, user: e.user, host: e.host, dur: e.dur, where: e.where}
+		switch {
+		case e.precise:
+			ev.at = e.at
+		case e.sawTimestamp:
+			ev.at, ev.second = time.Unix(e.timestamp, 0).UTC(), true
+		case !lastTime.IsZero():
+			ev.at, ev.second = lastTime, !lastPrecise
+		default:
+			b.skip(Dropped, reasonTime, e.where)
+			return
+		}
+		if strings.HasPrefix(text, "# administrator command: ") {
+			cmd := strings.TrimSuffix(strings.TrimPrefix(text, "# administrator command: "), ";")
+			if cmd == "Quit" {
+				ev.kind = 'x'
+				events = append(events, ev)
+			} else {
+				b.skip(Ignored, reasonMyCommand, e.where)
+			}
+			return
+		}
+		if text == "" {
+			b.skip(Dropped, reasonMyOrphan, e.where)
+			return
+		}
+		if prev, ok := db[e.thread]; ok && e.db != prev {
+			use := ev
+			use.kind, use.text, use.dur = 'q', "USE "+quoteIdent(e.db), 0
+			events = append(events, use)
+		}
+		db[e.thread] = e.db
+		ev.kind, ev.text, ev.db = 'q', text, e.db
+		events = append(events, ev)
+	}
+	for {
+		ln, n, err := lines.next()
+		if err == io.EOF {
+			flush()
+			return events, nil
+		}
+		where := path + ":" + strconv.Itoa(n)
+		if errors.Is(err, errLongLine) {
+			b.skip(Dropped, reasonLong, where)
+			continue
+		}
+		if err != nil {
+			var damaged errDamaged
+			if errors.As(err, &damaged) {
+				flush()
+				b.skip(Dropped, "the rest of a damaged gzip file", where)
+				return events, nil
+			}
+			return nil, fmt.Errorf("read log %s: %w", path, err)
+		}
+		reportProgress(opt, path, lr, n)
+		header := strings.HasPrefix(ln, "# ") && !strings.HasPrefix(ln, "# administrator command: ")
+		if header && len(e.text) > 0 {
+			flush() // the next entry begins
+		}
+		switch {
+		case strings.HasPrefix(ln, "# Time: "):
+			// MariaDB's whole seconds in local time give way to each
+			// entry's SET timestamp (UTC); MySQL 8's times are UTC.
+			t, whole, local, ok := myTime(strings.TrimSpace(strings.TrimPrefix(ln, "# Time: ")))
+			if local && !whole {
+				b.skip(Flagged, reasonMyLocal, where)
+			}
+			if !ok {
+				b.skip(Dropped, reasonTime, where)
+				continue
+			}
+			lastTime, lastPrecise = t, !whole
+			if !whole {
+				e.at, e.precise = t, true
+			}
+			e.sawHeader = true
+			if e.where == "" {
+				e.where = where
+			}
+		case header:
+			if e.where == "" {
+				e.where = where
+			}
+			e.sawHeader = true
+			if m := slowUserHost.FindStringSubmatch(ln); m != nil {
+				e.user, e.host = m[1], m[2]
+				if e.host == "" {
+					e.host = m[3]
+				}
+				if m[4] != "" {
+					e.thread, _ = strconv.Atoi(m[4])
+					e.haveThread = true
+				}
+			} else if m := slowThread.FindStringSubmatch(ln); m != nil {
+				e.thread, _ = strconv.Atoi(m[1])
+				e.db, e.haveThread = m[2], true
+			} else if m := slowQuery.FindStringSubmatch(ln); m != nil {
+				if f, err := strconv.ParseFloat(m[1], 64); err == nil {
+					e.dur = time.Duration(f * float64(time.Second)).Round(time.Microsecond)
+				}
+			}
+		case !e.sawHeader:
+			if banner(ln) {
+				b.skip(Ignored, reasonMyHeader, where)
+			} else if ln != "" {
+				b.skip(Dropped, reasonMyOrphan, where)
+			}
+		case len(e.text) == 0 && slowUse.MatchString(ln):
+			if m := slowUse.FindStringSubmatch(ln); m != nil && e.db == "" {
+				e.db = m[1]
+			}
+		case len(e.text) == 0 && slowSetTime.MatchString(ln):
+			m := slowSetTime.FindStringSubmatch(ln)
+			e.timestamp, _ = strconv.ParseInt(m[1], 10, 64)
+			e.sawTimestamp = true
+		default:
+			if strings.HasSuffix(ln, "started with:") && len(e.text) > 0 {
+				flush()
+				b.skip(Ignored, reasonMyHeader, where)
+				continue
+			}
+			e.text = append(e.text, ln)
+		}
+	}
+}
+
+// myTime reads a MySQL log time: MariaDB's YYMMDD H:MM:SS (whole is
+// true) or MySQL 8's ISO 8601 time; local says it had no zone and was
+// read in this machine's.
+func myTime(s string) (t time.Time, whole, local, ok bool) {
+	if len(s) == 15 && s[6] == ' ' {
+		t, err := time.ParseInLocation("060102 15:04:05", strings.Replace(s, "  ", " 0", 1), time.Local)
+		return t, true, true, err == nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, false, false, true
+	}
+	t, err := time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.Local)
+	return t, false, true, err == nil
+}
+
+// spreadSeconds gives the events stamped with a whole second times
+// spread evenly over that second, in log order, so that order is kept
+// across sessions and a replay at the captured pace does not send a
+// second's statements in one burst.
+func spreadSeconds(events []myEvent, b *builder) {
+	for i := 0; i < len(events); {
+		if !events[i].second {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(events) && events[j].second && events[j].at.Equal(events[i].at) {
+			j++
+		}
+		step := time.Second / time.Duration(j-i)
+		for k := i; k < j; k++ {
+			events[k].at = events[k].at.Add(time.Duration(k-i) * step)
+		}
+		b.skip(Flagged, reasonMySecond, events[i].where)
+		i = j
+	}
+}
+
+// quoteIdent quotes a MySQL identifier with backquotes.
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// sniffFiles says whether the files are MySQL logs, and of which format:
+// "" when none is; an error when they mix MySQL's formats or MySQL's
+// with others.
+func sniffFiles(files []string) (string, error) {
+	found, at, other := "", "", ""
+	for _, path := range files {
+		lr, err := open(path)
+		if err != nil {
+			return "", err
+		}
+		head, _ := bufio.NewReaderSize(lr, 64<<10).Peek(16 << 10)
+		lr.Close()
+		if len(bytes.TrimSpace(head)) == 0 {
+			continue
+		}
+		f := sniffMySQL(head)
+		switch {
+		case f == "":
+			other = path
+		case found == "":
+			found, at = f, path
+		case f != found:
+			return "", fmt.Errorf("log files of different formats (%s is %s, %s is %s): capture one format at a time", at, found, path, f)
+		}
+	}
+	if found != "" && other != "" {
+		return "", fmt.Errorf("log files of different formats (%s is %s, %s is not a MySQL log): capture one format at a time", at, found, other)
+	}
+	return found, nil
+}
+
+// banner tells the lines a server writes at the head of its logs when it
+// starts.
+func banner(ln string) bool {
+	return strings.HasSuffix(ln, "started with:") || strings.HasPrefix(ln, "Tcp port: ") ||
+		strings.HasPrefix(ln, "Time ") || strings.HasPrefix(ln, "Time\t")
+}

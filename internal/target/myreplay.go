@@ -1,0 +1,164 @@
+package target
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// myReplayConn replays a MySQL capture's statements as text queries
+// (COM_QUERY), several in one text allowed, as the client sent them: the
+// logs hold prepared statements' executions with their values in place.
+// It sets no session variable of its own (the client's sql_mode is the
+// server's default, as it was for the client).
+type myReplayConn struct {
+	db *sql.DB
+	c  *sql.Conn
+	id uint32
+}
+
+// connectMyReplay opens a replay connection as user to database (the
+// URL's when empty), with the URL's password.
+func (t *Target) connectMyReplay(ctx context.Context, user, database string) (ReplayConn, error) {
+	cfg := t.myConfig.Clone()
+	if user != "" {
+		cfg.User = user
+	}
+	if database != "" {
+		cfg.DBName = database
+	}
+	cfg.MultiStatements = true
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, &ConnectError{User: cfg.User, Database: cfg.DBName, Err: err}
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxIdleConns(0)
+	c, err := db.Conn(ctx)
+	if err == nil {
+		err = c.PingContext(ctx)
+	}
+	var id uint32
+	if err == nil {
+		err = c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id)
+	}
+	if err != nil {
+		if c != nil {
+			c.Close()
+		}
+		db.Close()
+		return nil, &ConnectError{User: cfg.User, Database: cfg.DBName, Err: err}
+	}
+	return &myReplayConn{db: db, c: c, id: id}, nil
+}
+
+// Simple runs the text and reads every result; the tag is the last
+// statement's kind and rows, as PostgreSQL's command tags read ("SELECT
+// 3", "UPDATE 1"), and "OK" for others.
+func (r *myReplayConn) Simple(ctx context.Context, text string) (string, error) {
+	rows, err := r.c.QueryContext(ctx, text)
+	if err != nil {
+		return "", err
+	}
+	n := 0
+	for {
+		n = 0
+		for rows.Next() {
+			n++
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	err = rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	verb := strings.ToUpper(firstWord(text))
+	switch verb {
+	case "SELECT", "WITH", "SHOW":
+		return "SELECT " + strconv.Itoa(n), nil
+	case "":
+		return "OK", nil
+	}
+	return verb, nil
+}
+
+func firstWord(s string) string {
+	s = strings.TrimLeft(s, " \t\r\n(")
+	if i := strings.IndexAny(s, " \t\r\n(;"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+var errMyProtocol = errors.New("MySQL captures hold text queries only")
+
+func (r *myReplayConn) Extended(context.Context, string, []*string, []uint32) (string, error) {
+	return "", errMyProtocol
+}
+
+func (r *myReplayConn) Prepared(context.Context, string, string, []*string, []uint32) (string, error) {
+	return "", errMyProtocol
+}
+
+func (r *myReplayConn) CopyIn(context.Context, string) (string, error) { return "", errMyProtocol }
+
+func (r *myReplayConn) Describe(context.Context, string, []uint32) ([]uint32, error) {
+	return nil, errMyProtocol
+}
+
+func (r *myReplayConn) PID() uint32 { return r.id }
+
+// Blockers reads InnoDB's lock waits: MariaDB's
+// information_schema.INNODB_LOCK_WAITS, else MySQL 8's
+// performance_schema.data_lock_waits.
+func (r *myReplayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error) {
+	want := map[uint32]bool{}
+	for _, p := range pids {
+		want[p] = true
+	}
+	queries := []string{
+		"SELECT r.trx_mysql_thread_id, b.trx_mysql_thread_id FROM information_schema.INNODB_LOCK_WAITS w" +
+			" JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id" +
+			" JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id",
+		"SELECT rt.PROCESSLIST_ID, bt.PROCESSLIST_ID FROM performance_schema.data_lock_waits w" +
+			" JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID" +
+			" JOIN performance_schema.threads bt ON bt.THREAD_ID = w.BLOCKING_THREAD_ID",
+	}
+	var firstErr error
+	for _, q := range queries {
+		rows, err := r.c.QueryContext(ctx, q)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		out := map[uint32][]uint32{}
+		for rows.Next() {
+			var waiter, holder uint32
+			if err := rows.Scan(&waiter, &holder); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if want[waiter] {
+				out[waiter] = append(out[waiter], holder)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		return out, err
+	}
+	return nil, fmt.Errorf("lock waits: %w", firstErr)
+}
+
+func (r *myReplayConn) Close() error { return errors.Join(r.c.Close(), r.db.Close()) }
