@@ -23,9 +23,9 @@ func cmdCapture(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity capture", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var from multi
-	fs.Var(&from, "from", "a server log file: csvlog, jsonlog or stderr, plain or gzip (repeatable; files after the flags count too)")
+	fs.Var(&from, "from", "a server log file: PostgreSQL csvlog, jsonlog or stderr, MySQL/MariaDB general or slow log, plain or gzip (repeatable; files after the flags count too)")
 	out := fs.String("out", "", "the capture file to write")
-	format := fs.String("format", "auto", "log format: auto (by content), csvlog, jsonlog or stderr")
+	format := fs.String("format", "auto", "log format: auto (by content), csvlog, jsonlog, stderr, mysql-general or mysql-slow")
 	prefix := fs.String("prefix", "", "stderr logs: the server's log_line_prefix (default "+strconv.Quote(capture.DefaultPrefix)+")")
 	paramMax := fs.Int("param-max-length", 0, "the server's log_parameter_max_length when it logged (-1: values whole; 0: unknown)")
 	force := fs.Bool("force", false, "replace the capture file if it exists")
@@ -33,7 +33,7 @@ func cmdCapture(_ context.Context, args []string) error {
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Printf("usage: dbparity capture --out CAPTURE [flags] LOG... (or --from LOG, repeatable)\n\n")
-			fmt.Printf("Reads PostgreSQL server logs into a capture file that dbparity replay plays.\n\nflags:\n")
+			fmt.Printf("Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity replay plays.\n\nflags:\n")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			fmt.Printf("\n%s\n", capture.ServerSettings)

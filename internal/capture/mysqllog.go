@@ -57,6 +57,7 @@ type myEvent struct {
 	kind     byte // 'c' connect, 'q' statement, 'x' quit, 'f' failed connect
 	at       time.Time
 	second   bool // at is a whole second of a log that has no finer time
+	withNext bool // a USE the log implies before the next event: its time
 	text     string
 	dur      time.Duration
 	user, db string
@@ -333,7 +334,7 @@ func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt 
 		}
 		if prev, ok := db[e.thread]; ok && e.db != prev {
 			use := ev
-			use.kind, use.text, use.dur = 'q', "USE "+quoteIdent(e.db), 0
+			use.kind, use.text, use.dur, use.withNext = 'q', "USE "+quoteIdent(e.db), 0, true
 			events = append(events, use)
 		}
 		db[e.thread] = e.db
@@ -461,9 +462,18 @@ func spreadSeconds(events []myEvent, b *builder) {
 		for j < len(events) && events[j].second && events[j].at.Equal(events[i].at) {
 			j++
 		}
-		step := time.Second / time.Duration(j-i)
+		n := 0
 		for k := i; k < j; k++ {
-			events[k].at = events[k].at.Add(time.Duration(k-i) * step)
+			if !events[k].withNext {
+				n++
+			}
+		}
+		step, slot := time.Second/time.Duration(max(n, 1)), 0
+		for k := i; k < j; k++ {
+			events[k].at = events[k].at.Add(time.Duration(slot) * step)
+			if !events[k].withNext {
+				slot++
+			}
 		}
 		b.skip(Flagged, reasonMySecond, events[i].where)
 		i = j

@@ -44,4 +44,19 @@ median tps; internal/capture/testdata/cost.sh):
 The extended protocol logs parse, bind and execute with the parameters
 twice: about 800 bytes per statement, 12 MB/s (43 GB an hour) at 2,200
 transactions/s. Capture for a bounded window and watch the log disk.
+
+MySQL and MariaDB (SET GLOBAL, no restart; --format auto tells the two
+logs apart):
+
+  general log (every command as received, logins and Quit included; no
+  durations; MariaDB stamps whole seconds):
+    SET GLOBAL log_output = 'FILE', GLOBAL general_log_file = '/path/general.log',
+        GLOBAL general_log = ON;
+  slow log (every statement with its duration, as it ends; no logins):
+    SET GLOBAL log_output = 'FILE', GLOBAL slow_query_log_file = '/path/slow.log',
+        GLOBAL long_query_time = 0, GLOBAL slow_query_log = ON;
+
+Prepared statements' executions are logged with their values in place
+and replayed as text queries. Name rotated files oldest first.
+Turn the logs off again when done (general_log = OFF, slow_query_log = OFF).
 `

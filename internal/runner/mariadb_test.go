@@ -2,12 +2,16 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
 )
@@ -240,4 +244,128 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// sysbench's oltp_read_write (prepared statements, two threads) against
+// a managed MariaDB with the general query log on: the log is captured,
+// replayed at the captured pace into a copy of the starting tables in
+// another database (--map-db), and the copy ends as the original did,
+// every transaction committing again. The slow log of the same run
+// captures the same statements with their durations.
+func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
+	tg := managedMariaDB(t)
+	sysbench, err := exec.LookPath("sysbench")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but sysbench is not installed")
+		}
+		t.Skip("no sysbench: apt-get install sysbench to run this test")
+	}
+	ctx := context.Background()
+	o, err := openTarget(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	base := o.managed.URL()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := u.Query().Get("socket")
+	in := func(db string) Target {
+		v := *u
+		v.Path = "/" + db
+		return Target{URL: v.String()}
+	}
+	root := Target{URL: base}
+	execSQL(t, root, "CREATE DATABASE sbtest")
+	execSQL(t, root, "CREATE DATABASE sbreplay")
+	sb := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(sysbench, append([]string{"oltp_read_write", "--db-driver=mysql", "--mysql-socket=" + socket,
+			"--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=2000", "--rand-seed=7"}, args...)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sysbench %v: %v\n%s", args, err, b)
+		}
+	}
+	sb("prepare")
+	for _, tb := range []string{"sbtest1", "sbtest2"} {
+		execSQL(t, root, "CREATE TABLE sbreplay."+tb+" LIKE sbtest."+tb)
+		execSQL(t, root, "INSERT INTO sbreplay."+tb+" SELECT * FROM sbtest."+tb)
+		var next int64
+		queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
+		execSQL(t, root, fmt.Sprintf("ALTER TABLE sbreplay.%s AUTO_INCREMENT = %d", tb, next))
+	}
+	var dataDir string
+	queryRow(t, root, "SELECT @@datadir", &dataDir)
+	general, slow := filepath.Join(dataDir, "general.log"), filepath.Join(dataDir, "slow.log")
+	execSQL(t, root, "SET GLOBAL general_log_file = '"+general+"', GLOBAL slow_query_log_file = '"+slow+"',"+
+		" GLOBAL log_output = 'FILE', GLOBAL long_query_time = 0, GLOBAL general_log = ON, GLOBAL slow_query_log = ON")
+	sb("--threads=2", "--time=2", "--rate=100", "run")
+	execSQL(t, root, "SET GLOBAL general_log = OFF, GLOBAL slow_query_log = OFF")
+
+	dir := t.TempDir()
+	end := filepath.Join(dir, "end.snap")
+	var out bytesBuffer
+	if err := Snapshot(ctx, SnapshotOptions{Common: Common{Target: in("sbtest"), Stdout: &out, Stderr: &out}, Out: end}); err != nil {
+		t.Fatalf("snapshot: %v\n%s", err, out.String())
+	}
+	c, err := capture.Parse([]string{general}, capture.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine != capture.EngineMySQL || len(c.Sessions) < 3 || c.Statements() < 300 {
+		t.Fatalf("general log: engine %q, %d sessions, %d statements\n%s", c.Engine, len(c.Sessions), c.Statements(), c.Summary())
+	}
+	if !strings.Contains(c.Summary(), "prepared statement executions replayed as text") {
+		t.Errorf("sysbench's prepared statements not seen:\n%s", c.Summary())
+	}
+	capPath := filepath.Join(dir, "sb.capture")
+	if err := capture.Write(capPath, c); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := capture.Parse([]string{slow}, capture.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy time.Duration
+	for _, s := range sc.Sessions {
+		for _, st := range s.Statements {
+			busy += st.Duration
+		}
+	}
+	// The slow log has every statement the general log has but the
+	// Prepare commands' (not statements) and the sessions' logins.
+	if sc.Statements() < c.Statements()*9/10 || busy <= 0 {
+		t.Errorf("slow log: %d statements (general log %d), %s of server time\n%s", sc.Statements(), c.Statements(), busy, sc.Summary())
+	}
+
+	path := filepath.Join(dir, "replay.json")
+	err = Replay(ctx, ReplayOptions{Common: Common{Target: in("sbreplay"), Stdout: &out, Stderr: &out},
+		Capture: capPath, Speed: 1, MapDB: map[string]string{"sbtest": "sbreplay"}, Label: "replay", Out: path, Verify: end,
+		Collect: CollectOptions{Off: true}})
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, es := r.Replay, r.Replay.EndState
+	if es == nil || es.Match != es.Of || es.Of != 2 || len(es.Sequences) != 0 {
+		t.Errorf("end state: %+v\n%s", es, out.String())
+	}
+	// The one statement not replayed is the test's SET GLOBAL that
+	// turned the logs off: it changes the server.
+	var skipped int64
+	for _, n := range rp.NotReplayed {
+		skipped += n
+	}
+	if rp.Errors != 0 || rp.Divergent() != 0 || skipped != 1 || rp.ReplayedTransactions != rp.CapturedTransactions-1 || rp.CapturedTransactions < 100 {
+		t.Errorf("errors %d, divergent %d, transactions %d of %d: %+v %v", rp.Errors, rp.Divergent(), rp.ReplayedTransactions,
+			rp.CapturedTransactions, rp.Outcomes, rp.NotReplayed)
+	}
+	t.Logf("%s; %d statements, %d transactions replayed in %.2f s (captured %.2f s)", es.Summary, rp.Replayed,
+		rp.ReplayedTransactions, rp.ReplaySeconds, rp.CaptureSeconds)
 }

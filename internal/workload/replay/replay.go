@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/target"

@@ -1,0 +1,126 @@
+package capture
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeLog(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// MySQL 8's general log: microsecond UTC times, a statement over several
+// lines, a thread id reused after Quit, a refused login, commands with
+// nothing to replay, and Init DB as USE.
+func TestMySQLGeneralLog(t *testing.T) {
+	log := "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:\n" +
+		"Tcp port: 3306  Unix socket: /var/run/mysqld/mysqld.sock\n" +
+		"Time                 Id Command    Argument\n" +
+		"2026-11-24T10:00:00.100000Z\t    8 Connect\tapp@10.0.0.5 on shop using TCP/IP\n" +
+		"2026-11-24T10:00:00.200000Z\t    8 Query\tSELECT 1\n" +
+		"2026-11-24T10:00:00.300000Z\t    8 Prepare\tSELECT * FROM t WHERE id = ?\n" +
+		"2026-11-24T10:00:00.400000Z\t    8 Execute\tSELECT * FROM t WHERE id = 5\n" +
+		"2026-11-24T10:00:00.500000Z\t    8 Query\tUPDATE t\nSET v = 'a\tb'\nWHERE id = 5\n" +
+		"2026-11-24T10:00:00.600000Z\t    8 Init DB\tother\n" +
+		"2026-11-24T10:00:00.700000Z\t    8 Quit\t\n" +
+		"2026-11-24T10:00:01.000000Z\t    9 Connect\tAccess denied for user 'x'@'localhost' (using password: YES)\n" +
+		"2026-11-24T10:00:02.000000Z\t    8 Connect\tapp@localhost on shop using Socket\n" +
+		"2026-11-24T10:00:02.500000Z\t    8 Query\tCOMMIT\n"
+	c, err := Parse([]string{writeLog(t, "general.log", log)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine != EngineMySQL || len(c.Sessions) != 2 {
+		t.Fatalf("engine %q, %d sessions\n%s", c.Engine, len(c.Sessions), c.Summary())
+	}
+	s := c.Sessions[0]
+	var texts []string
+	for _, st := range s.Statements {
+		texts = append(texts, c.Texts[st.Text])
+	}
+	want := []string{"SELECT 1", "SELECT * FROM t WHERE id = 5", "UPDATE t\nSET v = 'a\tb'\nWHERE id = 5", "USE `other`"}
+	if strings.Join(texts, "|") != strings.Join(want, "|") {
+		t.Errorf("statements %q, want %q", texts, want)
+	}
+	if s.User != "app" || s.Host != "10.0.0.5" || s.Database != "shop" || s.StartedBeforeLog || s.EndedAfterLog ||
+		s.Start != 0 || s.End != 600*time.Millisecond || s.Statements[1].Offset != 300*time.Millisecond {
+		t.Errorf("session %+v", s)
+	}
+	if s2 := c.Sessions[1]; s2.ID != "thread-8.2" || s2.Host != "localhost" || !s2.EndedAfterLog || s2.Start != 1900*time.Millisecond {
+		t.Errorf("second session of thread 8: %+v", s2)
+	}
+	for _, want := range []string{"1 prepared statement executions replayed as text", "1 connections refused", "3 server start banners",
+		"1 protocol commands with nothing"} {
+		if !strings.Contains(c.Summary(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, c.Summary())
+		}
+	}
+}
+
+// MariaDB's logs stamp whole seconds in local time, once per second: a
+// second's statements are spread over it in log order. The slow log's
+// entries give each statement's duration, its thread and database.
+func TestMariaDBLogsWholeSeconds(t *testing.T) {
+	general := "mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 12). started with:\n" +
+		"Tcp port: 0  Unix socket: /run/mysqld/mysqld.sock\n" +
+		"Time\t\t    Id Command\tArgument\n" +
+		"261124  9:00:00\t     3 Connect\troot@localhost on sb using Socket\n" +
+		"\t\t     3 Query\tBEGIN\n" +
+		"\t\t     4 Query\tSELECT 2\n" +
+		"\t\t     3 Query\tCOMMIT\n" +
+		"261124  9:00:01\t     3 Quit\t\n"
+	c, err := Parse([]string{writeLog(t, "g.log", general)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sessions) != 2 || c.Sessions[0].Statements[1].Offset != 750*time.Millisecond || c.Sessions[1].Statements[0].Offset != 500*time.Millisecond {
+		t.Fatalf("offsets not spread over the second:\n%+v\n%s", c.Sessions, c.Summary())
+	}
+	if want := time.Date(2026, 11, 24, 9, 0, 0, 0, time.Local).UTC(); !c.Start.Equal(want) {
+		t.Errorf("start %s, want %s (local time)", c.Start, want)
+	}
+	slow := "mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 12). started with:\n" +
+		"Tcp port: 0  Unix socket: /run/mysqld/mysqld.sock\n" +
+		"Time\t\t    Id Command\tArgument\n" +
+		"# Time: 261124  9:00:00\n" +
+		"# User@Host: root[root] @ localhost []\n" +
+		"# Thread_id: 3  Schema: sb  QC_hit: No\n" +
+		"# Query_time: 0.000250  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: 1\n" +
+		"# Rows_affected: 0  Bytes_sent: 60\n" +
+		"use sb;\n" +
+		"SET timestamp=1795597200;\n" +
+		"SELECT c FROM t\n WHERE id = 1;\n" +
+		"# User@Host: root[root] @ localhost []\n" +
+		"# Thread_id: 3  Schema: other  QC_hit: No\n" +
+		"# Query_time: 0.001500  Lock_time: 0.000010  Rows_sent: 0  Rows_examined: 1\n" +
+		"SET timestamp=1795597200;\n" +
+		"UPDATE t SET k = k + 1 WHERE id = 1;\n"
+	sc, err := Parse([]string{writeLog(t, "s.log", slow)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Sessions) != 1 || len(sc.Sessions[0].Statements) != 3 {
+		t.Fatalf("slow log: %+v\n%s", sc.Sessions, sc.Summary())
+	}
+	st := sc.Sessions[0].Statements
+	if sc.Texts[st[0].Text] != "SELECT c FROM t\n WHERE id = 1" || st[0].Duration != 250*time.Microsecond ||
+		sc.Texts[st[1].Text] != "USE `other`" || st[2].Duration != 1500*time.Microsecond || st[2].Offset != 500*time.Millisecond {
+		t.Errorf("slow log statements %+v texts %q", st, sc.Texts)
+	}
+	if sc.Sessions[0].Database != "sb" || !sc.Start.Equal(time.Unix(1795597200, 0).UTC()) {
+		t.Errorf("database %q, start %s", sc.Sessions[0].Database, sc.Start)
+	}
+	// A MySQL log and a PostgreSQL log together are refused.
+	pg := writeLog(t, "pg.csv", `2026-11-24 10:00:00.000 UTC,"u","d",1,"[local]",1.1,1,"idle",2026-11-24 10:00:00 UTC,1/1,0,LOG,00000,"statement: SELECT 1",,,,,,,,,"psql","client backend",,0`+"\n")
+	if _, err := Parse([]string{writeLog(t, "g2.log", general), pg}, Options{}); err == nil || !strings.Contains(err.Error(), "different formats") {
+		t.Errorf("mixed logs: %v", err)
+	}
+}
