@@ -179,18 +179,7 @@ func TestSlobManagedMariaDB(t *testing.T) {
 // driver's counts.
 func checkMySQLCollectors(t *testing.T, r *result.Run, commits, rollbacks int64) {
 	t.Helper()
-	var committed, rolledBack int64
-	for _, p := range r.Phases {
-		for _, n := range p.Committed {
-			committed += n
-		}
-		for _, n := range p.Rollbacks {
-			rolledBack += n
-		}
-		for _, n := range p.Errors {
-			rolledBack += n
-		}
-	}
+	committed, rolledBack := driverCounts(r)
 	t.Logf("driver committed %d, server counted %d COMMITs; driver rolled back %d, server counted %d ROLLBACKs; collectors sent %d statements",
 		committed, commits, rolledBack, rollbacks, r.CollectorStatements)
 	if commits != committed {

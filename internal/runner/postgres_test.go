@@ -67,18 +67,7 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 	r := runAndVerifyHook(t, tg,
 		func() { before[0], before[1] = dbCounters(t, tg) },
 		func() { after[0], after[1] = dbCounters(t, tg) })
-	var committed, rolledBack int64
-	for _, p := range r.Phases {
-		for _, n := range p.Committed {
-			committed += n
-		}
-		for _, n := range p.Rollbacks {
-			rolledBack += n
-		}
-		for _, n := range p.Errors {
-			rolledBack += n
-		}
-	}
+	committed, rolledBack := driverCounts(r)
 	// The tool makes a few transactions of its own (schema lookups, the
 	// server version, the counter read itself): about a dozen measured.
 	// And pgx describes a pipelined batch's new statements in a round trip
@@ -183,4 +172,22 @@ func TestReconnectAfterTerminatedBackends(t *testing.T) {
 			t.Errorf("a run that never started left %s", p)
 		}
 	}
+}
+
+// driverCounts sums a run's committed transactions and those that ended
+// in a rollback, by design or by error, over every phase: what the
+// server's commit and rollback counters saw.
+func driverCounts(r *result.Run) (committed, rolledBack int64) {
+	for _, p := range r.Phases {
+		for _, n := range p.Committed {
+			committed += n
+		}
+		for _, n := range p.Rollbacks {
+			rolledBack += n
+		}
+		for _, n := range p.Errors {
+			rolledBack += n
+		}
+	}
+	return committed, rolledBack
 }

@@ -36,22 +36,29 @@ func postgres(t *testing.T) *managed.Instance {
 	return inst
 }
 
+// pgConnect connects to a managed PostgreSQL started for the test; both
+// close when it ends.
+func pgConnect(t *testing.T) Conn {
+	t.Helper()
+	tg, err := Open(postgres(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	c, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestPostgresBatchTypes sends every argument and result type the batch
 // path encodes itself, and some it leaves to pgx's type map, and checks
 // what the server stored and what came back.
 func TestPostgresBatchTypes(t *testing.T) {
-	inst := postgres(t)
-	tg, err := Open(inst.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
 	ctx := context.Background()
-	c, err := tg.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := pgConnect(t)
 	if _, err := c.Exec(ctx, `CREATE TABLE t (id int PRIMARY KEY, small smallint, big bigint, f float8, r real,
 		amount numeric(12,2), name varchar(20), flag bool, at timestamp, atz timestamptz, n int, ids int[])`); err != nil {
 		t.Fatal(err)
@@ -130,18 +137,8 @@ func TestPostgresBatchTypes(t *testing.T) {
 // refused before anything is sent, a failing statement is reported with
 // its SQLSTATE, and the connection goes on in both cases.
 func TestPostgresBatchErrors(t *testing.T) {
-	inst := postgres(t)
-	tg, err := Open(inst.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
 	ctx := context.Background()
-	c, err := tg.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := pgConnect(t)
 	if _, err := c.Exec(ctx, "CREATE TABLE k (id int PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +167,7 @@ func TestPostgresBatchErrors(t *testing.T) {
 	b.Exec("INSERT INTO k VALUES ($1)", 1)
 	var count int64 = -1
 	b.QueryRow("SELECT count(*) FROM k", []any{&count})
-	err = c.SendBatch(ctx, &b)
+	err := c.SendBatch(ctx, &b)
 	if SQLState(err) != "23505" {
 		t.Errorf("duplicate key: %v", err)
 	}
