@@ -14,6 +14,7 @@ import (
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/workload/orderentry"
 )
 
 // managedMariaDB is --managed mariadb in a fresh data directory, or a
@@ -96,6 +97,57 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 	}
 	t.Logf("%.0f tps, %.1f statements and %.1f round trips per transaction", s.TPS,
 		float64(r.Statements)/float64(s.Commits), float64(r.RoundTrips)/float64(s.Commits))
+
+	// --mode procedures: the stored procedures load created, one round
+	// trip a transaction, the same conditions holding after the run.
+	oe := c.Workload.(*orderentry.OrderEntry)
+	oe.Mode = orderentry.ModeProcedures
+	defer func() { oe.Mode = orderentry.ModeClient }()
+	ordersBefore = countRows(t, c.Target, "SELECT count(*) FROM orders")
+	path = filepath.Join(t.TempDir(), "procedures.json")
+	if err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 3 * time.Second, Warmup: 500 * time.Millisecond,
+		Label: "maria-procedures", Out: path, Force: true, Collect: CollectOptions{Off: true}}); err != nil {
+		t.Fatalf("run in procedure mode: %v\n%s", err, out)
+	}
+	if err := Check(ctx, c); err != nil {
+		t.Fatalf("check after a run in procedure mode: %v\n%s", err, out)
+	}
+	if r, err = result.Read(path); err != nil {
+		t.Fatal(err)
+	}
+	ps := r.Summarize()
+	if grew := countRows(t, c.Target, "SELECT count(*) FROM orders") - ordersBefore; allPhases(r, "new_order") != grew || grew == 0 {
+		t.Errorf("procedure mode counts %d committed New-Orders; the orders table grew by %d", allPhases(r, "new_order"), grew)
+	}
+	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
+		if tx := ps.Transactions[name]; tx.Count == 0 {
+			t.Errorf("procedure mode: no %s committed", name)
+		}
+	}
+	if len(r.Errors) != 0 || ps.RoundTripsPerTx < 0.99 || ps.RoundTripsPerTx > 1.1 {
+		t.Errorf("procedure mode: %.2f round trips per transaction (want 1), errors %v %v", ps.RoundTripsPerTx, r.Errors, r.ErrorSamples)
+	}
+	t.Logf("procedure mode: %.0f tps, %.2f round trips per transaction", ps.TPS, ps.RoundTripsPerTx)
+
+	// The 1% rolled back by design: an unused item undoes the whole call
+	// (the district's next order number and the first line's stock stay).
+	var next, stock int64
+	state := func() (int64, int64) {
+		queryRow(t, c.Target, "SELECT (SELECT d_next_o_id FROM district WHERE d_w_id = 1 AND d_id = 1),"+
+			" (SELECT s_order_cnt FROM stock WHERE s_w_id = 1 AND s_i_id = 1)", &next, &stock)
+		return next, stock
+	}
+	n0, s0 := state()
+	withConn(t, c.Target, func(cn target.Conn) error {
+		_, err := cn.Exec(ctx, "CALL dbparity_new_order(1, 1, 1, NOW(), 1, '1,1,1,5,2,100001,1,1')")
+		if got := target.SQLState(err); got != "DBPRB" {
+			t.Errorf("New-Order with an unused item: SQLSTATE %q (%v), want DBPRB", got, err)
+		}
+		return nil
+	}, "CALL dbparity_new_order")
+	if n1, s1 := state(); n1 != n0 || s1 != s0 {
+		t.Errorf("a rolled-back New-Order left next order %d -> %d, stock order count %d -> %d", n0, n1, s0, s1)
+	}
 }
 
 // slob on a managed MariaDB with the small-cache preset: one row per

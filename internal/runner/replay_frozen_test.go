@@ -10,19 +10,36 @@ import (
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // A server frozen (SIGSTOP) in the middle of a replay: the stalled
 // statement is reported, and Ctrl-C ends the replay within 5 s with its
-// result written, marked partial, collectors and all.
+// result written, marked partial, collectors and all; on PostgreSQL and
+// on MariaDB, whose replay connections and stall monitor are their own.
 func TestReplayFrozenServer(t *testing.T) {
-	tg, inst := managedServer(t)
+	t.Run("postgresql", func(t *testing.T) {
+		tg, inst := managedServer(t)
+		replayFrozen(t, tg, inst, "")
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		tg := managedMariaDB(t)
+		inst, err := managed.StartMariaDB(context.Background(), managed.Options{DataDir: tg.MyData})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { inst.Stop() })
+		replayFrozen(t, Target{URL: inst.URL()}, inst, "mysql")
+	})
+}
+
+func replayFrozen(t *testing.T, tg Target, inst *managed.Instance, engine string) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sess := capture.Session{ID: "a", User: inst.User, Database: inst.Database, End: 20 * time.Second}
 	for i := range 40 {
 		sess.Statements = append(sess.Statements, capture.Statement{Offset: time.Duration(i) * 500 * time.Millisecond, Duration: time.Millisecond})
 	}
-	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(20 * time.Second), Texts: []string{"SELECT 1"},
+	c := &capture.Capture{Format: capture.Format, Engine: engine, Start: t0, End: t0.Add(20 * time.Second), Texts: []string{"SELECT 1"},
 		Sessions: []capture.Session{sess}}
 	dir := t.TempDir()
 	capFile := filepath.Join(dir, "c.capture")

@@ -283,10 +283,6 @@ func (d Dialect) Analyze(table string) string {
 	return "ANALYZE " + table
 }
 
-// Procedures tells whether the dialect has the server-side procedures a
-// workload's procedure mode needs (PL/pgSQL).
-func (d Dialect) Procedures() bool { return d == Postgres }
-
 // BeginSnapshot opens a read-only transaction whose statements all see
 // one snapshot of the database (a consistency check).
 func (d Dialect) BeginSnapshot(ctx context.Context, c Conn) error {

@@ -31,8 +31,8 @@ func (o *OrderEntry) Load(ctx context.Context, env *workload.LoadEnv) error {
 	if err := workload.RunUnits(ctx, env, indexUnits(d)); err != nil {
 		return err
 	}
-	if d.Procedures() {
-		if err := createProcedures(ctx, c); err != nil {
+	if ps := procSets[d]; ps != nil {
+		if err := createProcedures(ctx, c, ps); err != nil {
 			return err
 		}
 	}

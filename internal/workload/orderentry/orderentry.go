@@ -90,7 +90,7 @@ func (o *OrderEntry) Meta() workload.Meta {
 func (o *OrderEntry) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Warehouses, "warehouses", o.Warehouses, "order-entry: warehouses to load (about 100 MB each)")
 	fs.StringVar(&o.HomeWarehouse, "home-warehouse", o.HomeWarehouse, "order-entry: fixed (session i keeps warehouse i mod W + 1) or random (new one per transaction)")
-	fs.StringVar(&o.Mode, "mode", o.Mode, "order-entry: client (the statements as applications send them, those that need no result of each other pipelined in one round trip) or procedures (one server-side function call a transaction, as HammerDB does; PostgreSQL)")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "order-entry: client (the statements as applications send them, those that need no result of each other pipelined in one round trip) or procedures (one server-side procedure call a transaction, as HammerDB does; PostgreSQL, MySQL, MariaDB)")
 	fs.BoolVar(&o.Compact, "compact", o.Compact, "order-entry client mode: New-Order reads its items in one SELECT ... IN and inserts its lines in one multi-row INSERT, as go-tpc does (fewer statements than one per line: the server does less work, and results say so)")
 	fs.BoolVar(&o.Think, "think", o.Think, "order-entry: terminals, not batch: each session takes the specification's keying time before and think time after every transaction (means in seconds: new_order 18+12, payment 3+12, order_status 2+10, delivery 2+5, stock_level 2+5)")
 	fs.Float64Var(&o.ThinkBy, "think-scale", o.ThinkBy, "order-entry: with --think, multiply the keying and think times by this (0.01 makes them 100 times shorter)")
@@ -180,13 +180,11 @@ func (o *OrderEntry) Prepare(ctx context.Context, c target.Conn, d target.Dialec
 	o.Warehouses = int(w)
 	o.loaded = constants{cLast: int(cl)}
 	if o.Mode == ModeProcedures {
-		if !d.Procedures() {
-			if d == target.SQLite {
-				return errors.New("--mode procedures needs PostgreSQL: sqlite has no stored procedures (use --mode client)")
-			}
-			return fmt.Errorf("--mode procedures needs PostgreSQL: order-entry has no %s procedures yet (use --mode client)", d)
+		ps := procSets[d]
+		if ps == nil {
+			return fmt.Errorf("--mode procedures needs PostgreSQL, MySQL or MariaDB: %s has no stored procedures (use --mode client)", d)
 		}
-		return checkProcedures(ctx, c)
+		return checkProcedures(ctx, c, ps)
 	}
 	return nil
 }

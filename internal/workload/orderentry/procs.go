@@ -2,12 +2,9 @@ package orderentry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
@@ -151,51 +148,78 @@ BEGIN
 END $$`,
 }
 
-// procedureNames are the functions' names, to check they exist.
-var procedureNames = []string{"dbparity_customer_by_name", "dbparity_new_order", "dbparity_payment", "dbparity_order_status", "dbparity_delivery", "dbparity_stock_level"}
+// procSet is one dialect's procedures: what load creates, what a run
+// checks exists, the calls, and how a New-Order's lines go to its call.
+type procSet struct {
+	create []string
+	// exists counts the procedures present: a query taking no argument.
+	exists string
+	names  int
+	// The calls, one round trip a transaction.
+	newOrder, payment, orderStatus, delivery, stockLevel string
+	// lines appends a New-Order's lines to the call's arguments.
+	lines func(w *worker, args []any) []any
+}
 
-// createProcedures creates (or replaces) the functions.
-func createProcedures(ctx context.Context, c target.Conn) error {
-	for _, p := range procedures {
+// procSets are the dialects that have the procedures (SQLite has no
+// stored procedures).
+var procSets = map[target.Dialect]*procSet{target.Postgres: pgProcs, target.MySQL: myProcs}
+
+var pgProcs = &procSet{
+	create: procedures,
+	exists: "SELECT count(*) FROM pg_proc WHERE proname IN ('dbparity_customer_by_name', 'dbparity_new_order'," +
+		" 'dbparity_payment', 'dbparity_order_status', 'dbparity_delivery', 'dbparity_stock_level')",
+	names:       6,
+	newOrder:    "SELECT dbparity_new_order($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+	payment:     "SELECT dbparity_payment($1, $2, $3, $4, $5, $6, $7, $8)",
+	orderStatus: "SELECT dbparity_order_status($1, $2, $3, $4)",
+	delivery:    "SELECT dbparity_delivery($1, $2, $3)",
+	stockLevel:  "SELECT dbparity_stock_level($1, $2, $3)",
+	// Four int arrays: number, item, supply warehouse, quantity.
+	lines: func(w *worker, args []any) []any {
+		n := w.nlines
+		num, item, supply, qty := w.arr[0][:n], w.arr[1][:n], w.arr[2][:n], w.arr[3][:n]
+		for k, i := range w.order[:n] {
+			l := w.lines[i]
+			num[k], item[k], supply[k], qty[k] = int32(i+1), int32(l.item), int32(l.supplyW), int32(l.qty)
+		}
+		return append(args, num, item, supply, qty)
+	},
+}
+
+// createProcedures creates (or replaces) the dialect's procedures.
+func createProcedures(ctx context.Context, c target.Conn, ps *procSet) error {
+	for _, p := range ps.create {
 		if _, err := c.Exec(ctx, p); err != nil {
-			return fmt.Errorf("create the transactions' functions: %w", err)
+			return fmt.Errorf("create the transactions' procedures: %w", err)
 		}
 	}
 	return nil
 }
 
-// checkProcedures says what to do when the functions are missing.
-func checkProcedures(ctx context.Context, c target.Conn) error {
+// checkProcedures says what to do when the procedures are missing.
+func checkProcedures(ctx context.Context, c target.Conn, ps *procSet) error {
 	var n int64
-	err := c.QueryRow(ctx, "SELECT count(*) FROM pg_proc WHERE proname = ANY($1)", procedureNames).Scan(&n)
-	if err != nil {
-		return fmt.Errorf("look for the transactions' functions: %w", err)
+	if err := c.QueryRow(ctx, ps.exists).Scan(&n); err != nil {
+		return fmt.Errorf("look for the transactions' procedures: %w", err)
 	}
-	if int(n) < len(procedureNames) {
-		return fmt.Errorf("--mode procedures: the transactions' functions are missing (loaded by an older dbparity): run dbparity load again")
+	if int(n) < ps.names {
+		return fmt.Errorf("--mode procedures: the transactions' procedures are missing (loaded by an older dbparity): run dbparity load again")
 	}
 	return nil
 }
 
-// Calls of the functions, one round trip a transaction.
-const (
-	callNewOrder    = "SELECT dbparity_new_order($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-	callPayment     = "SELECT dbparity_payment($1, $2, $3, $4, $5, $6, $7, $8)"
-	callOrderStatus = "SELECT dbparity_order_status($1, $2, $3, $4)"
-	callDelivery    = "SELECT dbparity_delivery($1, $2, $3)"
-	callStockLevel  = "SELECT dbparity_stock_level($1, $2, $3)"
-)
-
-// runProcedure runs the drawn transaction as one call, in its own
-// (implicit) transaction.
+// runProcedure runs the drawn transaction as one call, which begins and
+// ends its own transaction.
 func (w *worker) runProcedure(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+	ps := w.procs
 	var last *string
 	if w.byName != "" {
 		last = &w.byName
 	}
 	var err error
 	// A batch of one: the connection's own encoding, the cheapest way
-	// to send a call (SQLite and MySQL have no procedure mode).
+	// to send a call.
 	call := func(sql string, args ...any) error {
 		w.b.Reset()
 		w.b.QueryRow(sql, w.x.slLow[:1:1], args...)
@@ -208,28 +232,22 @@ func (w *worker) runProcedure(ctx context.Context, c target.Conn) (workload.Outc
 	now := time.Now().UTC()
 	switch w.cur {
 	case txNewOrder:
-		n := w.nlines
-		num, item, supply, qty := w.arr[0][:n], w.arr[1][:n], w.arr[2][:n], w.arr[3][:n]
-		for k, i := range w.order[:n] {
-			l := w.lines[i]
-			num[k], item[k], supply[k], qty[k] = int32(i+1), int32(l.item), int32(l.supplyW), int32(l.qty)
-		}
-		err = call(callNewOrder, w.w, w.d, w.c, now, w.allLocal, num, item, supply, qty)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == rollbackState {
+		w.callArgs = ps.lines(w, append(w.callArgs[:0], w.w, w.d, w.c, now, w.allLocal))
+		err = call(ps.newOrder, w.callArgs...)
+		if target.SQLState(err) == rollbackState {
 			return workload.Outcome{Rollback: true}, nil
 		}
 	case txPayment:
-		err = call(callPayment, w.w, w.d, w.cw, w.cd, w.c, last, w.amountArg, now)
+		err = call(ps.payment, w.w, w.d, w.cw, w.cd, w.c, last, w.amountArg, now)
 	case txOrderStatus:
-		err = call(callOrderStatus, w.w, w.d, w.c, last)
+		err = call(ps.orderStatus, w.w, w.d, w.c, last)
 	case txDelivery:
-		err = call(callDelivery, w.w, w.carrier, now)
+		err = call(ps.delivery, w.w, w.carrier, now)
 	case txStockLevel:
-		err = call(callStockLevel, w.w, w.d, w.threshold)
+		err = call(ps.stockLevel, w.w, w.d, w.threshold)
 	}
 	if err != nil {
-		return workload.Outcome{}, fmt.Errorf("%s function: %w", strings.ReplaceAll(txNames[w.cur], "_", "-"), err)
+		return workload.Outcome{}, fmt.Errorf("%s procedure: %w", strings.ReplaceAll(txNames[w.cur], "_", "-"), err)
 	}
 	return workload.Outcome{}, nil
 }

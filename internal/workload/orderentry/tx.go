@@ -153,9 +153,13 @@ type worker struct {
 	lineArgs  []any
 	itemFn    func(target.Rows) error
 	itemFound [maxLines]bool
-	// New-Order's lines as the procedure's arrays: number, item, supply
-	// warehouse, quantity.
-	arr [4][15]int32
+	// Procedure mode: the dialect's procedures, the arguments of a
+	// New-Order's call, its lines as PostgreSQL's arrays (number, item,
+	// supply warehouse, quantity) or as MySQL's text.
+	procs    *procSet
+	callArgs []any
+	arr      [4][15]int32
+	lineText []byte
 }
 
 // scratch holds what the transactions read, and each statement's scan
@@ -217,7 +221,7 @@ func (x *scratch) bind() {
 
 func newWorker(o *OrderEntry, id int, seed uint64, d target.Dialect) *worker {
 	wk := &worker{
-		o: o, g: newRNG(seed, 1<<40|uint64(id)), pause: newRNG(seed, 2<<40|uint64(id)), k: runConstants(seed, o.loaded), s: newStatements(d),
+		o: o, g: newRNG(seed, 1<<40|uint64(id)), pause: newRNG(seed, 2<<40|uint64(id)), k: runConstants(seed, o.loaded), s: newStatements(d), procs: procSets[d],
 		fixedW: id%o.Warehouses + 1, fixedD: id/o.Warehouses%districtsPerWH + 1,
 	}
 	wk.x.bind()
