@@ -63,6 +63,9 @@ func init() {
 		{"recover", "turn the journal of a run that died into a result file marked partial", cmdRecover},
 		{"capture", "read PostgreSQL server logs into a capture file of the application's workload", cmdCapture},
 		{"replay", "replay a capture against a target and write a result file", cmdReplay},
+		{"merge", "combine the results of the parts of one run (run --part I/N) into one result", cmdMerge},
+		{"hlog", "write a result's latency histograms as an HdrHistogram interval log (.hlog)", cmdHlog},
+		{"k8s", "write the Kubernetes Jobs that run one run split over N driver pods, and merge it", cmdK8s},
 		{"snapshot", "record every table's rows (counts and checksums) and sequences, to verify a replay's end state", cmdSnapshot},
 		{"version", "print the version", func(context.Context, []string) error {
 			fmt.Println("dbparity", runner.Version)
@@ -311,24 +314,58 @@ func cmdLoad(ctx context.Context, args []string) error {
 }
 
 func cmdRun(ctx context.Context, args []string) error {
-	fs, c, err := newFlags("run", args)
+	o, err := runOptions(args)
 	if err != nil {
 		return err
+	}
+	return runner.Run(ctx, o)
+}
+
+// runOptions parses run's command line (k8s checks the parts' with it).
+func runOptions(args []string) (runner.RunOptions, error) {
+	fs, c, err := newFlags("run", args)
+	if err != nil {
+		return runner.RunOptions{}, err
 	}
 	o := runner.RunOptions{}
 	runFlags(fs, &o)
 	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-TIME.json)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "run N times (loading at most once), writing OUT-1.json ... OUT-N.json")
+	var part, startAt string
+	pt := runner.Part{}
+	fs.StringVar(&part, "part", "", "run the `I/N`-th share of the sessions (I from 0) of a run split over N driver processes; dbparity merge combines their results")
+	fs.StringVar(&startAt, "start-at", "", "with --part: start every part's warm-up at this `time` (RFC 3339; clocks synchronised) instead of the barrier in the target database")
+	fs.StringVar(&pt.RunID, "run-id", "", "with --part: the run's name in the barrier table dbparity_barrier, the same for all its parts (default the label)")
+	fs.DurationVar(&pt.BarrierTimeout, "barrier-timeout", 10*time.Minute, "with --part: how long to wait for the other parts to register")
 	if err := c.parse(fs, args); err != nil {
-		return err
+		return o, err
+	}
+	if part == "" && (startAt != "" || pt.RunID != "") {
+		return o, runner.UsageError{Err: errors.New("--start-at and --run-id shape the parts of a split run: give --part I/N too")}
+	}
+	if part != "" {
+		p, err := runner.ParsePart(part)
+		if err != nil {
+			return o, runner.UsageError{Err: err}
+		}
+		p.RunID, p.BarrierTimeout = pt.RunID, pt.BarrierTimeout
+		if startAt != "" {
+			if p.StartAt, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
+				return o, runner.UsageError{Err: fmt.Errorf("--start-at %q: not an RFC 3339 time (for example 2026-11-24T15:04:05Z)", startAt)}
+			}
+		}
+		if pt.BarrierTimeout <= 0 {
+			return o, runner.UsageError{Err: errors.New("--barrier-timeout: must be above 0 (for example 10m)")}
+		}
+		o.Part = p
 	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "run"}, args...)
 	if len(c.targets) > 1 {
 		o.Targets = c.eachTarget()
 	}
-	return runner.Run(ctx, o)
+	return o, nil
 }
 
 // dbHostFlags binds how the database host is observed (run, ab, replay).

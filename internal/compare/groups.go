@@ -101,6 +101,10 @@ func Comparable(gs []Group, loadParams []string) error {
 			switch {
 			case r.Failed:
 				return fmt.Errorf("%s is a failed run (%s): its figures do not describe the workload; leave it out, or pass --force", g.Files[i], r.FailedReason)
+			case r.Part != nil:
+				return fmt.Errorf("%s is part %d of %d of a split run: it ran a share of the sessions; dbparity merge its parts first (or pass --force)", g.Files[i], r.Part.Index, r.Part.Of)
+			case r.Merged != nil && len(r.Merged.Forced) > 0:
+				return fmt.Errorf("%s was merged with --force (%s): leave it out, or pass --force", g.Files[i], r.Merged.Forced[0])
 			case r.Driver.Bound:
 				return fmt.Errorf("%s was driver-bound (%s): its throughput may be the driver's limit, not the platform's; give the driver more CPU (or another host), or pass --force", g.Files[i], r.Driver.BoundReason)
 			case r.Workload.Name != ref.Workload.Name:

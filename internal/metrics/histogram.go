@@ -6,6 +6,7 @@ package metrics
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -86,21 +87,26 @@ func (h *Histogram) Mean() time.Duration {
 }
 
 // Encode returns the histogram in HdrHistogram's standard compressed V2
-// format, base64 encoded: the interchange format of the HdrHistogram family,
-// so other tools can read what dbparity writes.
+// format, base64 encoded ("HIST..."): the interchange format of the
+// HdrHistogram family (the payload of an .hlog line), so other tools can
+// read what dbparity writes.
 func (h *Histogram) Encode() (string, error) {
 	b, err := h.h.Encode(hdr.V2CompressedEncodingCookieBase)
 	if err != nil {
 		return "", fmt.Errorf("encode histogram: %w", err)
 	}
-	return base64.StdEncoding.EncodeToString(b), nil
+	return string(b), nil
 }
 
-// DecodeHistogram reads what Encode wrote.
+// DecodeHistogram reads what Encode wrote, and what it wrote before
+// 2026-11-25: the same, base64 encoded once more.
 func DecodeHistogram(s string, saturated int64) (*Histogram, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("decode histogram: %w", err)
+	b := []byte(s)
+	if !strings.HasPrefix(s, "HIST") {
+		var err error
+		if b, err = base64.StdEncoding.DecodeString(s); err != nil {
+			return nil, fmt.Errorf("decode histogram: %w", err)
+		}
 	}
 	h, err := hdr.Decode(b)
 	if err != nil {

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"encoding/base64"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,6 +65,14 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	if d.Count() != h.Count() || d.Quantile(0.95) != h.Quantile(0.95) || d.Saturated != 2 {
 		t.Errorf("decoded count %d p95 %s, want %d %s", d.Count(), d.Quantile(0.95), h.Count(), h.Quantile(0.95))
+	}
+	if !strings.HasPrefix(s, "HIST") {
+		t.Errorf("encoded %.12s..., want HdrHistogram's own base64 (HIST...)", s)
+	}
+	// Results written before 2026-11-25 hold it base64 encoded once more.
+	old, err := DecodeHistogram(base64.StdEncoding.EncodeToString([]byte(s)), 0)
+	if err != nil || old.Count() != h.Count() || old.Quantile(0.99) != h.Quantile(0.99) {
+		t.Errorf("the older encoding: %v", err)
 	}
 	if _, err := DecodeHistogram("not base64!", 0); err == nil {
 		t.Error("garbage decoded")

@@ -90,6 +90,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 			p.f("  DRIVER-BOUND %s: the figures may be the driver's limit, not the platform's\n", d.BoundReason)
 		}
 	}
+	splitText(p, r)
 	p.f("\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  transaction\tcount\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\t\n")
@@ -304,5 +305,37 @@ func eventsText(p *printer, r *result.Run) {
 		}
 		p.f("    %-10s at %s, %s (%.1f s): %d transactions failed, %d reconnects; %s\n", e.Kind,
 			e.Start.Sub(r.Start).Round(10*time.Millisecond), end, e.Seconds(r.End), e.Failed, e.Reconnects, e.Cause)
+	}
+}
+
+// splitText says how a run split over several driver processes was made:
+// a part's share and start, or a merged run's parts and their drivers.
+func splitText(p *printer, r *result.Run) {
+	if pt := r.Part; pt != nil {
+		clock := ""
+		if pt.Sync == "barrier" {
+			clock = fmt.Sprintf(", this host's clock %+.1f ms from the database's (±%.1f)", pt.ClockOffsetMs, pt.ClockErrMs)
+		}
+		p.f("  part         %d of %d of run %q: %d of its %d sessions, started by %s at %s%s (dbparity merge combines the parts)\n",
+			pt.Index, pt.Of, pt.RunID, len(pt.Sessions), pt.Users, pt.Sync, pt.StartAt.Local().Format("15:04:05.000"), clock)
+	}
+	m := r.Merged
+	if m == nil {
+		return
+	}
+	busiest := ""
+	for _, x := range m.Parts {
+		if x.Index == m.Busiest {
+			busiest = fmt.Sprintf("; busiest driver part %d (%s) at %.0f%% of its %d CPU(s)", x.Index, x.Host, 100*x.Driver.CPUShare, x.Driver.CPUs)
+		}
+	}
+	p.f("  merged       %d parts of run %q, windows %.1f ms apart%s\n", len(m.Parts), m.RunID, m.SkewMs, busiest)
+	for _, x := range m.Parts {
+		p.f("    part %-3d %-20s %4d users %8d commits   driver %.2f s CPU, %.0f%% of %d CPU(s), scheduler p99 %.2f ms%s\n",
+			x.Index, x.Host, x.Users, x.Committed, x.Driver.CPUUserS+x.Driver.CPUSysS, 100*x.Driver.CPUShare, x.Driver.CPUs,
+			x.Driver.SchedP99Ms, map[bool]string{true: "   DRIVER-BOUND", false: ""}[x.Driver.Bound])
+	}
+	if len(m.Forced) > 0 {
+		p.f("  FORCED       merged with --force: %s\n", strings.Join(m.Forced, "; "))
 	}
 }

@@ -31,9 +31,7 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 	}
 	a.Driver.Users, a.Driver.Reconnects = 0, 0
 	var dialects, urls, versions []string
-	commit := metrics.NewHistogram()
-	lat := map[string]*metrics.Histogram{}
-	var names []string
+	sum := newTally(a)
 	warned := map[string][]int{} // warning → the targets that gave it
 	var warnings []string
 	for i, p := range parts {
@@ -62,52 +60,9 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 		a.Driver.CPUUserS = max(a.Driver.CPUUserS, p.Driver.CPUUserS)
 		a.Driver.CPUSysS = max(a.Driver.CPUSysS, p.Driver.CPUSysS)
 		a.Driver.TotalCPUS = max(a.Driver.TotalCPUS, p.Driver.TotalCPUS)
-		a.Statements += p.Statements
 		a.CollectorStatements += p.CollectorStatements
-		for k, v := range p.Errors {
-			a.Errors[k] += v
-		}
-		for k, v := range p.ErrorSamples {
-			if _, ok := a.ErrorSamples[k]; !ok {
-				a.ErrorSamples[k] = v
-			}
-		}
-		for name, ph := range p.Phases {
-			ap, ok := a.Phases[name]
-			if !ok {
-				ap = Phase{Committed: map[string]int64{}, Rollbacks: map[string]int64{}, Errors: map[string]int64{}}
-			}
-			addCounts(ap.Committed, ph.Committed)
-			addCounts(ap.Rollbacks, ph.Rollbacks)
-			addCounts(ap.Errors, ph.Errors)
-			ap.Statements += ph.Statements
-			a.Phases[name] = ap
-		}
-		for _, t := range p.Transactions {
-			h, err := t.Latency.Decode()
-			if err != nil {
-				return nil, fmt.Errorf("aggregate: target %d, %s: %w", i+1, t.Name, err)
-			}
-			if lat[t.Name] == nil {
-				lat[t.Name] = metrics.NewHistogram()
-				names = append(names, t.Name)
-				a.Transactions = append(a.Transactions, Transaction{Name: t.Name})
-			}
-			lat[t.Name].Merge(h)
-			for j := range a.Transactions {
-				if a.Transactions[j].Name == t.Name {
-					at := &a.Transactions[j]
-					at.Committed, at.Rollbacks = at.Committed+t.Committed, at.Rollbacks+t.Rollbacks
-					at.Errors, at.Retries = at.Errors+t.Errors, at.Retries+t.Retries
-				}
-			}
-		}
-		if p.Commit.HDR != "" {
-			h, err := p.Commit.Decode()
-			if err != nil {
-				return nil, fmt.Errorf("aggregate: target %d, commit: %w", i+1, err)
-			}
-			commit.Merge(h)
+		if err := sum.add(p, fmt.Sprintf("aggregate: target %d", i+1)); err != nil {
+			return nil, err
 		}
 		a.Series = sumSeries(a.Series, p.Series)
 		for _, w := range p.Warnings {
@@ -124,21 +79,89 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 	for _, w := range warnings {
 		a.Warnings = append(a.Warnings, targets(warned[w], len(parts))+w)
 	}
-	for i, name := range names {
-		h, err := NewHistogram(lat[name])
-		if err != nil {
-			return nil, err
-		}
-		a.Transactions[i].Latency = h
-	}
-	var err error
-	if a.Commit, err = NewHistogram(commit); err != nil {
+	if err := sum.finish(); err != nil {
 		return nil, err
 	}
 	a.Target = Target{Dialect: strings.Join(dialects, "+"), ServerVersion: strings.Join(versions, ", "),
 		URL: fmt.Sprintf("%d targets: %s", len(parts), strings.Join(urls, " "))}
 	a.IO = aggregateIO(parts)
 	return a, nil
+}
+
+// tally sums runs' measured counts and merges their latency histograms
+// exactly: what Aggregate (several targets) and Merge (several driver
+// processes) both add up.
+type tally struct {
+	r      *Run
+	lat    map[string]*metrics.Histogram
+	commit *metrics.Histogram
+}
+
+func newTally(r *Run) *tally {
+	return &tally{r: r, lat: map[string]*metrics.Histogram{}, commit: metrics.NewHistogram()}
+}
+
+// add sums p into the run; what names p in errors.
+func (t *tally) add(p *Run, what string) error {
+	r := t.r
+	r.Statements += p.Statements
+	r.RoundTrips += p.RoundTrips
+	for k, v := range p.Errors {
+		r.Errors[k] += v
+	}
+	for k, v := range p.ErrorSamples {
+		if _, ok := r.ErrorSamples[k]; !ok {
+			r.ErrorSamples[k] = v
+		}
+	}
+	for name, ph := range p.Phases {
+		rp, ok := r.Phases[name]
+		if !ok {
+			rp = Phase{Committed: map[string]int64{}, Rollbacks: map[string]int64{}, Errors: map[string]int64{}}
+		}
+		addCounts(rp.Committed, ph.Committed)
+		addCounts(rp.Rollbacks, ph.Rollbacks)
+		addCounts(rp.Errors, ph.Errors)
+		rp.Statements += ph.Statements
+		r.Phases[name] = rp
+	}
+	for _, x := range p.Transactions {
+		h, err := x.Latency.Decode()
+		if err != nil {
+			return fmt.Errorf("%s, %s: %w", what, x.Name, err)
+		}
+		k := slices.IndexFunc(r.Transactions, func(y Transaction) bool { return y.Name == x.Name })
+		if k < 0 {
+			r.Transactions = append(r.Transactions, Transaction{Name: x.Name})
+			t.lat[x.Name], k = metrics.NewHistogram(), len(r.Transactions)-1
+		}
+		t.lat[x.Name].Merge(h)
+		rt := &r.Transactions[k]
+		rt.Committed, rt.Rollbacks = rt.Committed+x.Committed, rt.Rollbacks+x.Rollbacks
+		rt.Errors, rt.Retries = rt.Errors+x.Errors, rt.Retries+x.Retries
+	}
+	if p.Commit.HDR != "" {
+		h, err := p.Commit.Decode()
+		if err != nil {
+			return fmt.Errorf("%s, commit: %w", what, err)
+		}
+		t.commit.Merge(h)
+	}
+	return nil
+}
+
+// finish encodes the merged histograms into the run.
+func (t *tally) finish() error {
+	for k := range t.r.Transactions {
+		h, err := NewHistogram(t.lat[t.r.Transactions[k].Name])
+		if err != nil {
+			return err
+		}
+		t.r.Transactions[k].Latency = h
+	}
+	var err error
+	t.r.Commit, err = NewHistogram(t.commit)
+	return err
 }
 
 // aggregateIO sums the parts' IO units. Device figures are summed over

@@ -101,6 +101,10 @@ type Run struct {
 	// Parts are the runs of each target of a multi-target run, which this
 	// run aggregates (see Aggregate).
 	Parts []*Run `json:"parts,omitempty"`
+	// Part is set in the result of one part of a run split over several
+	// driver processes (run --part); Merged in the run merged from them.
+	Part   *Part   `json:"part,omitempty"`
+	Merged *Merged `json:"merged,omitempty"`
 	// CollectorStatements is what the collectors sent to the database during
 	// the run: each one a transaction in its counters (the load profile and
 	// series already leave them out), for reconciling those counters.

@@ -69,6 +69,10 @@ type RunOptions struct {
 	// Brief prints one line per finished run instead of its summary (a
 	// sweep's runs; show prints each file in full).
 	Brief bool
+	// Part, when set, runs one part of a run split over several driver
+	// processes (--part I/N); partIDs are its sessions' global ids.
+	Part    *Part
+	partIDs []int
 }
 
 // Faults are the limits that end a run that cannot be trusted.
@@ -193,6 +197,23 @@ func Run(ctx context.Context, o RunOptions) error {
 			return UsageError{err}
 		}
 	}
+	if o.Part != nil {
+		if len(o.Targets) > 1 || o.Repeat > 1 {
+			return UsageError{errPartsAlone}
+		}
+		if o.Target.Managed != "" {
+			return usage("--part with --managed: the parts of one run drive one server; start it once and give every part its --target")
+		}
+		if o.Part.RunID == "" {
+			o.Part.RunID = o.Label
+		}
+		if o.Part.BarrierTimeout <= 0 {
+			o.Part.BarrierTimeout = 10 * time.Minute
+		}
+		// Collectors run once, on part 0: the others' would count the
+		// same database twice.
+		o.Collect.Off = o.Collect.Off || o.Part.Index != 0
+	}
 	if len(o.Targets) > 1 {
 		return runMulti(ctx, o, outs)
 	}
@@ -212,6 +233,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	if o.Users, err = sessions(o); err != nil {
 		return err
+	}
+	if o.Part != nil {
+		if o.partIDs, err = partSessions(o.Workload, o.Users, o.Part); err != nil {
+			return err
+		}
 	}
 	serverVersion, err := serverVersion(ctx, t)
 	if err != nil {
@@ -270,16 +296,29 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 	if o.Rate > 0 {
 		rate = fmt.Sprintf(" at %g transactions/s (%s arrivals)", o.Rate, cmp.Or(o.Arrival, driver.Uniform))
 	}
-	fmt.Fprintf(o.Stderr, "running %s on %s: %d users%s, %s warm-up, %s measured\n", o.Workload.Meta().Name, t.URL,
-		o.Users, rate, o.Warmup, o.Duration)
+	users := fmt.Sprint(o.Users)
+	if o.Part != nil {
+		users = fmt.Sprintf("%d of the run's %d", len(o.partIDs), o.Users)
+	}
+	fmt.Fprintf(o.Stderr, "running %s on %s: %s users%s, %s warm-up, %s measured\n", o.Workload.Meta().Name, t.URL,
+		users, rate, o.Warmup, o.Duration)
 	total := o.Warmup + o.Duration
-	r, runErr, err := drive(ctx, t, o, r, hooks{
+	h := hooks{
 		progress: func(s driver.Status) {
 			p.show(fmt.Sprintf("%s %s/%s  %-7s  %8.1f tps  p95 %7.2f ms  errors %d", o.Label,
 				s.Elapsed.Round(time.Second), total, s.Phase, s.TPS, float64(s.P95)/1e6, s.Errors))
 		},
 		journal: journal,
-	})
+	}
+	if o.Part != nil {
+		r.Part = partRecord(o.Part, o.Users, o.partIDs, synced{})
+		h.ready = func(ctx context.Context) error {
+			s, err := o.Part.wait(ctx, t, o.Faults.withDefaults().StatementTimeout, func(m string) { fmt.Fprintln(o.Stderr, m) })
+			r.Part = partRecord(o.Part, o.Users, o.partIDs, s)
+			return err
+		}
+	}
+	r, runErr, err := drive(ctx, t, o, r, h)
 	p.clear()
 	if err != nil {
 		done = r == nil
@@ -352,11 +391,18 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	if h.journal != nil {
 		onInterval = func(tk driver.Tick) error { return journalTick(h.journal, types, tk, o.Stderr) }
 	}
+	// A part runs its share of the sessions, each as the session of that
+	// global id, and its share of a target rate.
+	users, global, rate := o.Users, func(id int) int { return id }, o.Rate
+	if o.partIDs != nil {
+		users, global = len(o.partIDs), func(id int) int { return o.partIDs[id] }
+		rate = o.Rate * float64(users) / float64(o.Users)
+	}
 	res, runErr := driver.Run(ctx, driver.Config{
-		Users: o.Users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: types,
-		NewWorker:        func(id int) workload.Worker { return w.NewWorker(id, o.Seed, t.Dialect) },
+		Users: users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: types,
+		NewWorker:        func(id int) workload.Worker { return w.NewWorker(global(id), o.Seed, t.Dialect) },
 		Connect:          t.Connect,
-		Rate:             o.Rate,
+		Rate:             rate,
 		Arrival:          o.Arrival,
 		Seed:             o.Seed,
 		StopGrace:        o.StopGrace,
@@ -479,6 +525,10 @@ func safeName(s string) string {
 func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 	w := o.Workload
 	m := w.Meta()
+	users := o.Users
+	if o.partIDs != nil {
+		users = len(o.partIDs)
+	}
 	return &result.Run{
 		Schema: result.Schema, Label: o.Label, Round: o.Round,
 		Tool:     result.Tool{Name: "dbparity", Version: Version, GoVersion: runtime.Version()},
@@ -488,7 +538,7 @@ func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 		Target: result.Target{Dialect: t.Dialect.String(), URL: t.URL, Managed: t.managed != nil,
 			ServerVersion: serverVersion, Settings: t.Settings, CPUs: t.serverCPUs()},
 		Host: collect.Host(),
-		Driver: result.Driver{Users: o.Users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(), Seed: o.Seed,
+		Driver: result.Driver{Users: users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(), Seed: o.Seed,
 			Think: thinkScale(w)},
 		Step: o.Step,
 	}

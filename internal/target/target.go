@@ -214,6 +214,18 @@ func (d Dialect) TableExists(ctx context.Context, c Conn, table string) (bool, e
 // only queue on its lock.
 func (d Dialect) ConcurrentWriters() bool { return d != SQLite }
 
+// NowMicros is an expression for the server's clock, in microseconds
+// since the Unix epoch (a bigint): what parts of one run agree on.
+func (d Dialect) NowMicros() string {
+	switch d {
+	case MySQL:
+		return "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
+	case SQLite:
+		return "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+	}
+	return "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+}
+
 // ServerVersion returns the server's version string.
 func (d Dialect) ServerVersion(ctx context.Context, c Conn) (string, error) {
 	q := "SELECT sqlite_version()"

@@ -104,6 +104,16 @@ type Sessions interface {
 	Sessions() (n int, flag string)
 }
 
+// Shared is a Workload whose sessions each work on one share of the data
+// (order-entry: a home warehouse; slob: a schema): session id's share is
+// id mod n. A run split over several driver processes (run --part) gives
+// each part whole shares, so that the parts work on disjoint data. n is 0
+// when the sessions share everything (order-entry's random home
+// warehouses); what names the shares in messages. Asked after Prepare.
+type Shared interface {
+	Shares() (n int, what string)
+}
+
 // Outcome is what one successful Run did.
 type Outcome struct {
 	// Rollback is set when the transaction rolled back by design (such as

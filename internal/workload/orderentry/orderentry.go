@@ -162,6 +162,15 @@ func (o *OrderEntry) mode() string {
 
 func (o *OrderEntry) TxTypes() []string { return txNames[:] }
 
+// Shares: a session keeps its home warehouse (id mod W + 1) unless home
+// warehouses are drawn at random.
+func (o *OrderEntry) Shares() (int, string) {
+	if o.HomeWarehouse != "fixed" {
+		return 0, ""
+	}
+	return o.Warehouses, "home warehouses"
+}
+
 // Prepare reads the warehouse count and the load's NURand constants from
 // the load record; a run always uses what is really in the database.
 func (o *OrderEntry) Prepare(ctx context.Context, c target.Conn, d target.Dialect) error {

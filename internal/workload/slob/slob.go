@@ -136,6 +136,9 @@ func (s *Slob) Params() map[string]any {
 // Sessions: SLOB runs THREADS_PER_SCHEMA sessions on every schema.
 func (s *Slob) Sessions() (int, string) { return s.Schemas * s.ThreadsPerSchema, "threads-per-schema" }
 
+// Shares: session id works on schema id mod schemas + 1.
+func (s *Slob) Shares() (int, string) { return s.Schemas, "schemas" }
+
 func (s *Slob) TxTypes() []string { return []string{"read", "update"} }
 
 func (s *Slob) Tables() []workload.Table {

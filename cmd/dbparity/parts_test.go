@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// The Job that dbparity k8s writes, played by local processes: its three
+// parts' command lines (the completion index and the volume put in by
+// hand, as Kubernetes would) run at once against one managed PostgreSQL,
+// meet at the barrier in the database, and the merge step's command line
+// combines them. The merged run is the parts summed: its counts are the
+// sum of theirs, its percentiles those of their raw histograms merged, its
+// mix order-entry's; its windows coincide within 100 ms; the collectors
+// ran on part 0 only. merge refuses a missing part, a repeated one and a
+// part of another run, and merges them with --force, flagged. The merged
+// latencies export as an .hlog that HdrHistogram's own log reader reads
+// back to the same counts.
+func TestPartsAsJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three driver processes against PostgreSQL")
+	}
+	pgData := managedDataDir(t)
+	dir := filepath.Dir(pgData)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	tg := []string{"--target", inst.URL()}
+	if code, _, stderr := dbparity(t, dir, append([]string{"load", "--warehouses", "3"}, tg...)...); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	runFlags := append([]string{"--users", "6", "--warmup", "1s", "--duration", "4s", "--label", "split"}, tg...)
+	code, manifest, stderr := dbparity(t, dir, append([]string{"k8s", "--parts", "3", "--image", "dbparity:test", "--claim", "results",
+		"--name", "oe", "--run-id", "job-test", "--"}, runFlags...)...)
+	if code != 0 {
+		t.Fatalf("k8s: %s", stderr)
+	}
+	docs := strings.Split(manifest, "\n---\n")
+	var job, merge batchv1.Job
+	for i, j := range []*batchv1.Job{&job, &merge} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := filepath.Join(dir, "results")
+	local := func(s, index string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "$(JOB_COMPLETION_INDEX)", index), "/results", results)
+	}
+	os.MkdirAll(filepath.Join(results, "oe"), 0o755)
+	var wg sync.WaitGroup
+	outs := make([]string, 3)
+	codes := make([]int, 3)
+	for i := range 3 {
+		var args []string
+		for _, a := range job.Spec.Template.Spec.Containers[0].Args {
+			args = append(args, local(a, fmt.Sprint(i)))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var se string
+			codes[i], _, se = dbparity(t, dir, args...)
+			outs[i] = se
+		}()
+	}
+	wg.Wait()
+	for i := range 3 {
+		if codes[i] != 0 {
+			t.Fatalf("part %d exited %d: %s", i, codes[i], outs[i])
+		}
+	}
+	// The merge step, as the merge Job runs it (without its hold).
+	mergeLine, _, _ := strings.Cut(local(merge.Spec.Template.Spec.Containers[0].Args[0], ""), " && ")
+	mergeArgs := strings.Fields(mergeLine)[1:]
+	if code, _, stderr := dbparity(t, dir, mergeArgs...); code != 0 {
+		t.Fatalf("%s: %s", mergeLine, stderr)
+	}
+	var parts []*result.Run
+	var files []string
+	for i := range 3 {
+		f := filepath.Join(results, "oe", fmt.Sprintf("part-%d.json", i))
+		p, err := result.Read(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, files = append(parts, p), append(files, f)
+	}
+	merged, err := result.Read(filepath.Join(results, "oe", "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := merged.Merged
+	if m == nil || len(m.Parts) != 3 || m.CollectorsFrom != 0 || len(m.Forced) != 0 || merged.Driver.Users != 6 {
+		t.Fatalf("merged %+v, users %d", m, merged.Driver.Users)
+	}
+	t.Logf("window skew %.1f ms; busiest driver part %d at %.0f%% of its CPUs", m.SkewMs, m.Busiest, 100*merged.Driver.CPUShare)
+	if m.SkewMs > 100 {
+		t.Errorf("the parts' windows are %.1f ms apart, want within 100 ms", m.SkewMs)
+	}
+	seen := map[int]bool{}
+	homes := map[int]int{} // home warehouse → part
+	for i, p := range parts {
+		if p.Part == nil || p.Part.Sync != "barrier" || p.Part.RunID != "job-test" {
+			t.Fatalf("part %d: %+v", i, p.Part)
+		}
+		if (p.LoadProfile != nil) != (i == 0) {
+			t.Errorf("part %d: load profile %v: the collectors run on part 0 only", i, p.LoadProfile != nil)
+		}
+		for _, g := range p.Part.Sessions {
+			if seen[g] {
+				t.Errorf("session %d ran twice", g)
+			}
+			seen[g] = true
+			if o, ok := homes[g%3]; ok && o != i {
+				t.Errorf("home warehouse %d driven by parts %d and %d", g%3+1, o, i)
+			}
+			homes[g%3] = i
+		}
+	}
+	if len(seen) != 6 || merged.LoadProfile == nil {
+		t.Errorf("sessions %v; merged load profile %v", seen, merged.LoadProfile != nil)
+	}
+	var total int64
+	for _, tx := range merged.Transactions {
+		h := metrics.NewHistogram()
+		var committed int64
+		for _, p := range parts {
+			for _, pt := range p.Transactions {
+				if pt.Name == tx.Name {
+					committed += pt.Committed
+					ph, err := pt.Latency.Decode()
+					if err != nil {
+						t.Fatal(err)
+					}
+					h.Merge(ph)
+				}
+			}
+		}
+		want, err := result.NewHistogram(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tx.Committed != committed || tx.Latency.Count != want.Count || tx.Latency.P50Ms != want.P50Ms ||
+			tx.Latency.P95Ms != want.P95Ms || tx.Latency.P99Ms != want.P99Ms || tx.Latency.MaxMs != want.MaxMs {
+			t.Errorf("%s: merged %d committed, p95 %.3f ms, p99 %.3f ms; the parts' %d, %.3f ms, %.3f ms",
+				tx.Name, tx.Committed, tx.Latency.P95Ms, tx.Latency.P99Ms, committed, want.P95Ms, want.P99Ms)
+		}
+		total += tx.Committed
+	}
+	// The mix: New-Order about 45%, Payment 43%, the others 4% each.
+	for _, tx := range merged.Transactions {
+		share := float64(tx.Committed+tx.Rollbacks) / float64(total)
+		want := map[string]float64{"new_order": 0.45, "payment": 0.43}[tx.Name]
+		if want == 0 {
+			want = 0.04
+		}
+		if share < want-0.04 || share > want+0.04 {
+			t.Errorf("%s is %.1f%% of the merged run, want about %.0f%%", tx.Name, 100*share, 100*want)
+		}
+	}
+	var seriesCommits int64
+	for _, iv := range merged.Series {
+		if iv.Phase == "measure" {
+			seriesCommits += iv.Commits
+		}
+	}
+	if seriesCommits < total*9/10 || seriesCommits > total*11/10 {
+		t.Errorf("the merged series count %d commits in the window, the run %d", seriesCommits, total)
+	}
+
+	// show reads a merged run like any other.
+	if code, out, stderr := dbparity(t, dir, "show", filepath.Join(results, "oe", "run.json")); code != 0 || !strings.Contains(out, "3 parts") {
+		t.Errorf("show: %d %s\n%s", code, stderr, out)
+	}
+
+	// A part alone is no run to compare.
+	relabeled := *parts[1]
+	relabeled.Label = "other"
+	other1 := filepath.Join(dir, "other-label.json")
+	if err := result.Write(other1, &relabeled); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := dbparity(t, dir, "compare", files[0], other1); code != 2 || !strings.Contains(stderr, "merge its parts first") {
+		t.Errorf("compare of parts: exit %d, %s", code, stderr)
+	}
+
+	// Bad input, refused with one line (exit 2), or merged with --force.
+	other := filepath.Join(dir, "other.json")
+	p2 := *parts[2]
+	pp := *p2.Part
+	pp.RunID = "another-run"
+	p2.Part = &pp
+	if err := result.Write(other, &p2); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bad.json")
+	for _, c := range []struct {
+		files []string
+		want  string
+	}{
+		{files[:2], "part 2 of 3 missing"},
+		{[]string{files[0], files[1], files[1]}, "part 1 is given twice"},
+		{[]string{files[0], files[1], other}, "of run \"another-run\""},
+	} {
+		code, _, stderr := dbparity(t, dir, append([]string{"merge", "--out", out}, c.files...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("merge %v: exit %d, %q; want exit 2 and one line naming %q", c.files, code, stderr, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("a refused merge wrote %s", out)
+		}
+	}
+	if code, _, stderr := dbparity(t, dir, "merge", "--force", "--out", out, files[0], files[1]); code != 0 {
+		t.Fatalf("merge --force: %s", stderr)
+	}
+	if forced, err := result.Read(out); err != nil || len(forced.Merged.Forced) == 0 || !strings.Contains(strings.Join(forced.Warnings, "\n"), "--force") {
+		t.Errorf("a forced merge is not flagged: %v %+v", err, forced)
+	}
+
+	// The .hlog, read back by HdrHistogram's own log reader.
+	hlog := filepath.Join(dir, "run.hlog")
+	if code, _, stderr := dbparity(t, dir, "hlog", "--out", hlog, filepath.Join(results, "oe", "run.json")); code != 0 {
+		t.Fatalf("hlog: %s", stderr)
+	}
+	f, err := os.Open(hlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := hdr.NewHistogramLogReader(f)
+	got := map[string]int64{}
+	for {
+		h, err := rd.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		got[h.Tag()] = h.TotalCount()
+	}
+	for _, tx := range merged.Transactions {
+		if got[tx.Name] != tx.Latency.Count {
+			t.Errorf("hlog %s: %d values, the result %d", tx.Name, got[tx.Name], tx.Latency.Count)
+		}
+	}
+	if got["commit"] != merged.Commit.Count {
+		t.Errorf("hlog commit: %d values, the result %d", got["commit"], merged.Commit.Count)
+	}
+}

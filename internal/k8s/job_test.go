@@ -1,0 +1,110 @@
+package k8s
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+// docs splits a manifest into its YAML documents, each validated against
+// the Kubernetes API's schema (the OpenAPI models client-go carries,
+// offline): a field that is not in the schema, or of the wrong type, fails.
+func docs(t *testing.T, manifest []byte) []*unstructured.Unstructured {
+	t.Helper()
+	tc := applyconfigurations.NewTypeConverter(scheme.Scheme)
+	var out []*unstructured.Unstructured
+	for _, d := range strings.Split(string(manifest), "\n---\n") {
+		var m map[string]any
+		if err := yaml.UnmarshalStrict([]byte(d), &m); err != nil {
+			t.Fatalf("not YAML: %v\n%s", err, d)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if _, err := tc.ObjectToTyped(u); err != nil {
+			t.Fatalf("%s %s does not validate against the Kubernetes API schema: %v", u.GetKind(), u.GetName(), err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func TestManifestValidates(t *testing.T) {
+	o := Options{Name: "oe-study", Namespace: "bench", Image: "registry.example/dbparity:0.2", Parts: 3, Claim: "results",
+		RunID: "oe-study-1", RunArgs: []string{"--target", "postgres://bench@db.example:5432/oe", "--users", "96", "--duration", "10m", "--label", "vm"},
+		MergeWait: 30 * time.Minute}
+	m, err := Manifest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := docs(t, m)
+	if len(ds) != 2 {
+		t.Fatalf("%d documents, want the parts' Job and the merge Job", len(ds))
+	}
+	var job, merge batchv1.Job
+	for i, dst := range []*batchv1.Job{&job, &merge} {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(ds[i].Object, dst, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := job.Spec
+	if job.Name != "oe-study" || job.Namespace != "bench" || s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion ||
+		*s.Completions != 3 || *s.Parallelism != 3 || *s.BackoffLimit != 0 {
+		t.Errorf("parts' Job: %s/%s %+v", job.Namespace, job.Name, s)
+	}
+	c := s.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"run --part $(JOB_COMPLETION_INDEX)/3 --run-id oe-study-1 --out /results/oe-study/part-$(JOB_COMPLETION_INDEX).json",
+		"--users 96 --duration 10m --label vm"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("part args %q lack %q", args, want)
+		}
+	}
+	if c.Env[0].Name != "JOB_COMPLETION_INDEX" || s.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "results" {
+		t.Errorf("part env %+v, volumes %+v", c.Env, s.Template.Spec.Volumes)
+	}
+	mc := merge.Spec.Template.Spec.Containers[0]
+	if merge.Name != "oe-study-merge" || !strings.Contains(mc.Args[0], "dbparity merge --wait 30m0s --out /results/oe-study/run.json /results/oe-study/part-0.json /results/oe-study/part-1.json /results/oe-study/part-2.json") {
+		t.Errorf("merge Job %s: %q", merge.Name, mc.Args)
+	}
+
+	// The validation can fail: a misspelt field is refused.
+	bad := strings.Replace(string(m), "completionMode:", "completionMod:", 1)
+	tc := applyconfigurations.NewTypeConverter(scheme.Scheme)
+	var x map[string]any
+	if err := yaml.Unmarshal([]byte(strings.Split(bad, "\n---\n")[0]), &x); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: x}); err == nil {
+		t.Error("a Job with a misspelt field validates")
+	}
+}
+
+func TestManifestRefuses(t *testing.T) {
+	good := Options{Name: "x", Image: "i", Parts: 2, Claim: "c", RunID: "r"}
+	for _, c := range []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.Name = "Bad_Name" }, "--name"},
+		{func(o *Options) { o.Parts = 1 }, "--parts 1"},
+		{func(o *Options) { o.Image = "" }, "--image"},
+		{func(o *Options) { o.Claim = "" }, "--claim"},
+		{func(o *Options) { o.RunArgs = []string{"--out=x.json"} }, "--out=x.json"},
+		{func(o *Options) { o.RunArgs = []string{"--part", "0/2"} }, "--part"},
+	} {
+		o := good
+		c.change(&o)
+		if _, err := Manifest(o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error naming %s", o, err, c.want)
+		}
+	}
+	if _, err := Manifest(good); err != nil {
+		t.Error(err)
+	}
+}
