@@ -63,6 +63,9 @@ func Merge(ctx context.Context, o MergeOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "\nmerged %d parts into %s\n", len(parts), o.Out)
+	if r.Failed {
+		return fmt.Errorf("merged run failed: %s (result written to %s, marked failed)", r.FailedReason, o.Out)
+	}
 	return nil
 }
 

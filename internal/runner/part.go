@@ -149,7 +149,7 @@ func (p *Part) wait(ctx context.Context, t *opened, timeout time.Duration, say f
 		if q(func(ctx context.Context) error {
 			return c.QueryRow(ctx, "SELECT host FROM dbparity_barrier WHERE run = $1 AND part = $2", p.RunID, p.Index).Scan(&other)
 		}) == nil {
-			return synced{}, fmt.Errorf("barrier: part %d of run %q is already registered (by host %s): a run id serves one run, give each run its own --run-id", p.Index, p.RunID, other)
+			return synced{}, usage("barrier: part %d of run %q is already registered (by host %s): a run id serves one run, give each run its own --run-id", p.Index, p.RunID, other)
 		}
 		return synced{}, fmt.Errorf("barrier: register part %d of run %q: %w", p.Index, p.RunID, err)
 	}
@@ -169,7 +169,7 @@ func (p *Part) wait(ctx context.Context, t *opened, timeout time.Duration, say f
 			if lo == int64(p.Of) {
 				other = hi
 			}
-			return synced{}, fmt.Errorf("barrier: run %q has a part registered as one of %d parts, this one says %d: give every part the same --part I/N (or its own --run-id)", p.RunID, other, p.Of)
+			return synced{}, usage("barrier: run %q has a part registered as one of %d parts, this one says %d: give every part the same --part I/N (or its own --run-id)", p.RunID, other, p.Of)
 		}
 		if n >= int64(p.Of) {
 			start := time.UnixMicro(last).Add(barrierLead).Add(offset)

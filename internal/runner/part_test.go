@@ -94,11 +94,11 @@ func TestPartBarrierFaults(t *testing.T) {
 			t.Errorf("a part that never started left %s", f)
 		}
 	}
+	var ue UsageError
 	err = run(&Part{Index: 0, Of: 2, RunID: "lonely", BarrierTimeout: time.Second}, "again.json")
-	if err == nil || !strings.Contains(err.Error(), "already registered") {
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "already registered") {
 		t.Errorf("a run id used again: %v", err)
 	}
-	var ue UsageError
 	if err := run(&Part{Index: 0, Of: 2, StartAt: time.Now().Add(-time.Minute)}, "past.json"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "past") {
 		t.Errorf("--start-at in the past: %v", err)
 	}
