@@ -79,6 +79,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--part", "3/3"}, "--part 3/3"},
 		{[]string{"run", "--part", "0/2", "--managed", "postgres"}, "--part with --managed"},
 		{[]string{"run", "--run-id", "x"}, "give --part"},
+		{[]string{"run", "--part", "0/2", "--load"}, "--part with --load"},
 		{[]string{"run", "--part", "0/2", "--start-at", "tomorrow"}, "RFC 3339"},
 		{[]string{"merge", "a.json"}, "--out"},
 		{[]string{"merge", "--out", "m.json", "missing.json"}, "missing.json"},

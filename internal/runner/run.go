@@ -204,6 +204,9 @@ func Run(ctx context.Context, o RunOptions) error {
 		if o.Target.Managed != "" {
 			return usage("--part with --managed: the parts of one run drive one server; start it once and give every part its --target")
 		}
+		if o.Load {
+			return usage("--part with --load: every part would load the same tables; run dbparity load once before the parts")
+		}
 		if o.Part.RunID == "" {
 			o.Part.RunID = o.Label
 		}
