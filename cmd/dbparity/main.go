@@ -767,26 +767,36 @@ var dbparityData = regexp.MustCompile(`^\s*\{\s*"(?:schema|format)"\s*:\s*"(dbpa
 
 func cmdRecover(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity recover", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	o := runner.RecoverOptions{Stdout: os.Stdout}
 	fs.StringVar(&o.Out, "out", "", "result file to write (default: the one the journal stood for, FILE.journal without .journal)")
 	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
 	fs.Float64Var(&o.MaxErrorPct, "max-error-pct", result.DefaultMaxErrorPct, "mark the recovered run failed when more than this percentage of its transactions failed")
-	flags, files := splitArgs(args, "out", "max-error-pct")
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity recover [--out FILE] [--force] FILE.journal")
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return err
-		}
-		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity recover [--out FILE] FILE.journal)", err)}
+	files, err := parseOwn(fs, args, "dbparity recover [--out FILE] [--force] FILE.journal", "out", "max-error-pct")
+	if err != nil {
+		return err
 	}
 	if len(files) != 1 {
 		return runner.UsageError{Err: errors.New("name one journal (usage: dbparity recover [--out FILE] FILE.journal)")}
 	}
 	o.Journal = files[0]
 	return runner.Recover(o)
+}
+
+// parseOwn parses a command's own flags, which may follow its files;
+// usageLine is printed with --help and named in errors.
+func parseOwn(fs *flag.FlagSet, args []string, usageLine string, valued ...string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	flags, files := splitArgs(args, valued...)
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println("usage: " + usageLine)
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, runner.UsageError{Err: fmt.Errorf("%v (usage: %s)", err, usageLine)}
+	}
+	return files, nil
 }
 
 // splitArgs separates flags from file names so that flags may follow the

@@ -15,23 +15,6 @@ import (
 	"github.com/dbparity/dbparity/internal/runner"
 )
 
-// parseOwn parses a command's own flags, which may follow its files;
-// usageLine is printed with --help and named in errors.
-func parseOwn(fs *flag.FlagSet, args []string, usageLine string, valued ...string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	flags, files := splitArgs(args, valued...)
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: " + usageLine)
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return nil, err
-		}
-		return nil, runner.UsageError{Err: fmt.Errorf("%v (usage: %s)", err, usageLine)}
-	}
-	return files, nil
-}
-
 func cmdMerge(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity merge", flag.ContinueOnError)
 	o := runner.MergeOptions{Stdout: os.Stdout, Stderr: os.Stderr}

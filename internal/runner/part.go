@@ -114,24 +114,40 @@ func (p *Part) wait(ctx context.Context, t *opened, timeout time.Duration, say f
 		say(fmt.Sprintf("part %d/%d: starting at %s (in %s)", p.Index, p.Of, p.StartAt.Format(time.RFC3339Nano), d.Round(time.Millisecond)))
 		return synced{method: "start-at", startAt: p.StartAt}, sleepUntil(ctx, p.StartAt)
 	}
-	c, err := t.Connect(ctx)
+	// Every statement, and the connection, within timeout: a server that
+	// freezes ends the wait instead of hanging it.
+	q := func(f func(context.Context) error) error {
+		qctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		err := f(qctx)
+		if err != nil && qctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return fmt.Errorf("the database did not answer within %s (--statement-timeout)", timeout)
+		}
+		return err
+	}
+	var c target.Conn
+	err := q(func(ctx context.Context) error {
+		var err error
+		c, err = t.Connect(ctx)
+		return err
+	})
 	if err != nil {
 		return synced{}, fmt.Errorf("barrier: %w", err)
 	}
 	defer c.Close()
-	q := func(f func(context.Context) error) error {
-		qctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		return f(qctx)
-	}
 	now := t.Dialect.NowMicros()
 	if err := q(func(ctx context.Context) error { _, err := c.Exec(ctx, barrierTable); return err }); err != nil {
 		// Two parts creating the table at once: one of them wins.
-		if exists, _ := t.Dialect.TableExists(ctx, c, "dbparity_barrier"); !exists {
+		exists := false
+		q(func(ctx context.Context) error {
+			exists, _ = t.Dialect.TableExists(ctx, c, "dbparity_barrier")
+			return nil
+		})
+		if !exists {
 			return synced{}, fmt.Errorf("barrier: create dbparity_barrier: %w", err)
 		}
 	}
-	offset, rtt, err := clockOffset(ctx, c, now, timeout)
+	offset, rtt, err := clockOffset(q, c, now)
 	if err != nil {
 		return synced{}, fmt.Errorf("barrier: read the database's clock: %w", err)
 	}
@@ -199,16 +215,17 @@ func (p *Part) wait(ctx context.Context, t *opened, timeout time.Duration, say f
 // from the quickest of a few reads of the server's clock (the reading is
 // taken as made halfway through the round trip); rtt is that read's round
 // trip, twice the estimate's bound.
-func clockOffset(ctx context.Context, c target.Conn, now string, timeout time.Duration) (offset, rtt time.Duration, err error) {
+func clockOffset(q func(func(context.Context) error) error, c target.Conn, now string) (offset, rtt time.Duration, err error) {
 	rtt = -1
 	for range 7 {
-		qctx, cancel := context.WithTimeout(ctx, timeout)
-		t0 := time.Now()
+		var t0, t1 time.Time
 		var us int64
-		err = c.QueryRow(qctx, "SELECT "+now).Scan(&us)
-		t1 := time.Now()
-		cancel()
-		if err != nil {
+		if err := q(func(ctx context.Context) error {
+			t0 = time.Now()
+			err := c.QueryRow(ctx, "SELECT "+now).Scan(&us)
+			t1 = time.Now()
+			return err
+		}); err != nil {
 			return 0, 0, err
 		}
 		if d := t1.Sub(t0); rtt < 0 || d < rtt {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func TestPartSessions(t *testing.T) {
 // past is refused. Two parts given one --start-at run at once (their
 // windows within 100 ms) and merge.
 func TestPartBarrierFaults(t *testing.T) {
-	tg, _ := managedServer(t)
+	tg, inst := managedServer(t)
 	ctx := context.Background()
 	c, out := common(t, tg)
 	c.Workload.(*orderentry.OrderEntry).Warehouses = 2
@@ -94,6 +95,26 @@ func TestPartBarrierFaults(t *testing.T) {
 			t.Errorf("a part that never started left %s", f)
 		}
 	}
+	// The server frozen (SIGSTOP) while the part waits for its partners:
+	// the wait ends after --statement-timeout, not --barrier-timeout.
+	signal := func(sig syscall.Signal) {
+		for _, pid := range inst.Processes() {
+			syscall.Kill(pid, sig)
+		}
+	}
+	t.Cleanup(func() { signal(syscall.SIGCONT) })
+	time.AfterFunc(1500*time.Millisecond, func() { signal(syscall.SIGSTOP) })
+	start = time.Now()
+	err = Run(ctx, RunOptions{Common: c, Users: 2, Duration: 2 * time.Second, Label: "split", Out: filepath.Join(dir, "frozen.json"),
+		Part: &Part{Index: 0, Of: 2, RunID: "frozen", BarrierTimeout: time.Minute}, Collect: CollectOptions{Off: true},
+		Faults: Faults{StatementTimeout: 2 * time.Second}})
+	took := time.Since(start)
+	signal(syscall.SIGCONT)
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 2s") || took > 15*time.Second {
+		t.Errorf("a part waiting on a frozen server: %v after %s", err, took.Round(time.Millisecond))
+	}
+	t.Logf("a frozen server ended the barrier's wait after %s: %v", took.Round(time.Millisecond), err)
+
 	var ue UsageError
 	err = run(&Part{Index: 0, Of: 2, RunID: "lonely", BarrierTimeout: time.Second}, "again.json")
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "already registered") {
