@@ -40,7 +40,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1 // the database, the disk or the run failed
 	exitUsage       = 2 // bad command line, URL or parameter
-	exitCheckFailed = 3 // a consistency condition does not hold
+	exitCheckFailed = 3 // a consistency condition does not hold; a replay's end state differs from --verify's
 	exitInterrupted = 130
 )
 
@@ -127,7 +127,7 @@ func realMain(args []string) int {
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.Is(err, runner.ErrCheckFailed):
+	case errors.Is(err, runner.ErrCheckFailed), errors.Is(err, runner.ErrEndStateDiffers):
 		return exitCheckFailed
 	case errors.Is(err, runner.ErrInterrupted):
 		return exitInterrupted

@@ -537,6 +537,24 @@ func TestCaptureCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "log_min_duration_statement") || !strings.Contains(stdout, "log_connections") {
 		t.Errorf("capture --help: exit %d\n%s", code, stdout)
 	}
+	// A quoted pattern (no shell expanded it) is expanded by capture.
+	pattern := filepath.Join(root, "internal", "capture", "testdata", "run1", "*.csv*")
+	code, stdout, stderr = dbparity(t, dir, "capture", "--from", pattern, "--out", "glob.capture")
+	if code != 0 || !strings.Contains(stdout, "capture written to glob.capture") {
+		t.Errorf("capture --from %q: exit %d\n%s\n%s", pattern, code, stdout, stderr)
+	}
+	code, _, stderr = dbparity(t, dir, "capture", "--from", filepath.Join(dir, "nothing-*.csv"), "--out", "none.capture")
+	if code != 2 || !strings.Contains(stderr, "no file matches") {
+		t.Errorf("a pattern matching nothing: exit %d %q", code, stderr)
+	}
+	// A log without statements writes no capture, and says so once.
+	empty := filepath.Join(dir, "empty.csv")
+	os.WriteFile(empty, []byte("2026-11-23 10:26:56.561 UTC,,,100,,6b0414f0.1,1,,2026-11-23 10:26:56 UTC,,0,LOG,00000,\"database system is ready to accept connections\",,,,,,,,,\"\",\"postmaster\",,0\n"), 0o644)
+	code, stdout, stderr = dbparity(t, dir, "capture", "--from", empty, "--out", "empty.capture")
+	if _, err := os.Stat(filepath.Join(dir, "empty.capture")); code != 1 || err == nil || strings.Contains(stdout, "capture written") ||
+		!strings.Contains(stderr, "no capture was written") {
+		t.Errorf("a log without statements: exit %d, file %v\n%s\n%s", code, err, stdout, stderr)
+	}
 }
 
 // managedDataDir returns a directory for a managed cluster, or skips when

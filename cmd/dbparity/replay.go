@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ func cmdCapture(_ context.Context, args []string) error {
 	prefix := fs.String("prefix", "", "stderr logs: the server's log_line_prefix (default "+strconv.Quote(capture.DefaultPrefix)+")")
 	paramMax := fs.Int("param-max-length", 0, "the server's log_parameter_max_length when it logged (-1: values whole; 0: unknown)")
 	force := fs.Bool("force", false, "replace the capture file if it exists")
+	keepOwn := fs.Bool("keep-own", false, "keep dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out and counted by default")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -41,7 +43,10 @@ func cmdCapture(_ context.Context, args []string) error {
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see dbparity capture --help)", err)}
 	}
-	files := append([]string(from), positional...)
+	files, err := expandLogs(append([]string(from), positional...))
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
 	switch {
 	case len(files) == 0:
 		return runner.UsageError{Err: errors.New("name the log files with --from (see dbparity capture --help)")}
@@ -56,7 +61,7 @@ func cmdCapture(_ context.Context, args []string) error {
 			return runner.UsageError{Err: fmt.Errorf("log file %s: %v", f, errors.Unwrap(err))}
 		}
 	}
-	o := capture.Options{Format: *format, Prefix: *prefix, ParamMaxLength: *paramMax}
+	o := capture.Options{Format: *format, Prefix: *prefix, ParamMaxLength: *paramMax, KeepOwn: *keepOwn}
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
 	if tty {
 		o.Progress = func(file string, done, total int64) {
@@ -72,15 +77,37 @@ func cmdCapture(_ context.Context, args []string) error {
 	if err != nil {
 		return runner.UsageError{Err: err}
 	}
+	fmt.Print(c.Summary())
+	if c.Statements() == 0 {
+		return errors.New("the logs hold no statements, so no capture was written: is statement logging on? (see dbparity capture --help)")
+	}
 	if err := capture.Write(*out, c); err != nil {
 		return err
 	}
-	fmt.Print(c.Summary())
 	fmt.Printf("capture written to %s\n", *out)
-	if c.Statements() == 0 {
-		return errors.New("the logs hold no statements: is statement logging on? (see dbparity capture --help)")
-	}
 	return nil
+}
+
+// expandLogs expands the names that are shell patterns and name no file
+// (a quoted --from 'postgresql-*.csv'), in order; a pattern that matches
+// nothing is an error naming it.
+func expandLogs(names []string) ([]string, error) {
+	var out []string
+	for _, n := range names {
+		if _, err := os.Stat(n); err == nil || !strings.ContainsAny(n, "*?[") {
+			out = append(out, n)
+			continue
+		}
+		m, err := filepath.Glob(n)
+		if err != nil {
+			return nil, fmt.Errorf("log files %q: %v", n, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("log files %q: no file matches", n)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
 }
 
 // parseInterleaved parses flags that may come after arguments too
@@ -125,8 +152,8 @@ func cmdReplay(ctx context.Context, args []string) error {
 	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}}
 	fs.StringVar(&o.Capture, "capture", "", "the capture file (made by dbparity capture)")
 	speed := fs.String("speed", "1", "pace: 1 as captured, 2 twice as fast, 0.5 half; max: as fast as possible, order kept")
-	fs.StringVar(&o.Sync, "sync", replay.SyncCapture, "capture: a statement waits for every statement of another session that ended before it started in the capture; none: sessions keep their own order and pace only")
-	order := fs.String("order", "", "replaced by --sync: session is --sync none, global is --sync capture")
+	fs.StringVar(&o.Sync, "sync", replay.SyncCommit, "commit: a statement waits for the other sessions' commits that completed before it started in the capture (a writer: before it ended); statement: for every statement of another session that ended before it started (strictest; capture is its earlier name); none: sessions keep their own order and pace only")
+	order := fs.String("order", "", "replaced by --sync: session is --sync none, global is --sync statement")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "report a statement that runs, or a session that waits for the others, longer than this (on the progress line and in the result)")
 	fs.Var(mapping(o.MapUser), "map-user", "replay a captured user as another: FROM=TO (repeatable)")
 	fs.Var(mapping(o.MapDB), "map-db", "replay a captured database as another: FROM=TO (repeatable)")
@@ -156,14 +183,24 @@ func cmdReplay(ctx context.Context, args []string) error {
 	} else if o.Speed, err = strconv.ParseFloat(*speed, 64); err != nil || o.Speed <= 0 {
 		return runner.UsageError{Err: fmt.Errorf("--speed %q: give a factor above 0 (2 is twice as fast) or max", *speed)}
 	}
+	syncSet := false
+	fs.Visit(func(f *flag.Flag) { syncSet = syncSet || f.Name == "sync" })
+	if o.Sync == replay.SyncCapture {
+		o.Sync = replay.SyncStatement
+	}
 	switch *order {
 	case "":
-	case "session":
-		o.Sync = replay.SyncNone
-	case "global":
-		o.Sync = replay.SyncCapture
+	case "session", "global":
+		want := replay.SyncNone
+		if *order == "global" {
+			want = replay.SyncStatement
+		}
+		if syncSet && o.Sync != want {
+			return runner.UsageError{Err: fmt.Errorf("--order %s means --sync %s, not --sync %s: give --sync alone", *order, want, o.Sync)}
+		}
+		o.Sync = want
 	default:
-		return runner.UsageError{Err: fmt.Errorf("--order %q: replaced by --sync capture|none", *order)}
+		return runner.UsageError{Err: fmt.Errorf("--order %q: replaced by --sync commit|statement|none", *order)}
 	}
 	if *order != "" {
 		fmt.Fprintf(os.Stderr, "dbparity replay: --order is replaced by --sync; replaying with --sync %s\n", o.Sync)

@@ -42,6 +42,7 @@ const (
 	reasonOther        = "other messages (checkpoints, autovacuum, startup, warnings...)"
 	reasonProcess      = "messages of processes other than client backends"
 	reasonReplication  = "replication connections"
+	reasonOwn          = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
 	reasonFailedLogin  = "connections never authorized (failed logins)"
 	reasonFatal        = "fatal errors without a statement (failed logins, timeouts)"
 	reasonErrorNoStmt  = "errors without their statement (log_min_error_statement above error?)"
@@ -66,6 +67,7 @@ type builder struct {
 	done     []*sess
 	skips    map[string]*Skip
 	order    []string
+	line     int64 // entries seen, in log order: the statements' Seq
 }
 
 func newBuilder(opt Options) *builder {
@@ -128,6 +130,7 @@ type stmt struct {
 	params    []*string
 	truncated bool
 	err       *Error
+	seq       int64 // the log line that ended it
 }
 
 // fold is a parse or bind message waiting for the execute it belongs to.
@@ -142,6 +145,7 @@ type fold struct {
 const maxPending = 64
 
 func (b *builder) add(e *entry) {
+	b.line++
 	if e.backend != "" && e.backend != "client backend" && e.backend != "not initialized" {
 		b.skip(Ignored, reasonProcess, e.at())
 		return
@@ -310,6 +314,7 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 			return
 		}
 		s.openStmt.dur += d
+		s.openStmt.seq = b.line
 		s.openStmt = nil
 		return
 	}
@@ -348,11 +353,12 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 			return
 		}
 		s.lastStmt.dur += d
+		s.lastStmt.seq = b.line
 	}
 }
 
 func (b *builder) simple(s *sess, text string, start time.Time, d time.Duration) *stmt {
-	st := &stmt{start: start, dur: d, text: b.intern(text)}
+	st := &stmt{start: start, dur: d, text: b.intern(text), seq: b.line}
 	s.stmts = append(s.stmts, st)
 	s.lastStmt = st
 	return st
@@ -417,7 +423,7 @@ func (b *builder) execute(s *sess, e *entry, step protocolStep, start time.Time,
 	if step.text == "" && step.name != unnamed {
 		step.text = s.prepared[step.name]
 	}
-	st := &stmt{start: start, dur: d, text: b.intern(step.text), extended: true}
+	st := &stmt{start: start, dur: d, text: b.intern(step.text), extended: true, seq: b.line}
 	if step.name != unnamed {
 		st.prepared = step.name
 	}
@@ -476,7 +482,7 @@ func (b *builder) failure(e *entry) {
 	s := b.session(e, false)
 	failed := &Error{SQLState: e.state, Message: e.message}
 	if st := s.openStmt; st != nil && (e.statement == "" || e.statement == b.textList[st.text]) {
-		st.err = failed
+		st.err, st.seq = failed, b.line
 		s.openStmt = nil
 		return
 	}
@@ -493,7 +499,7 @@ func (b *builder) failure(e *entry) {
 	// A statement that failed after its parse or bind was logged came
 	// through the extended protocol; which name it had is not logged, so
 	// take the pending messages of that text, unnamed first.
-	st := &stmt{start: e.time, text: b.intern(e.statement)}
+	st := &stmt{start: e.time, text: b.intern(e.statement), seq: b.line}
 	var bound paramList
 	if names := b.pendingNames(s, e.statement); len(names) > 0 {
 		st.extended = true
@@ -542,6 +548,9 @@ func (b *builder) finish(s *sess) {
 		if s.connected {
 			b.skip(Ignored, reasonFailedLogin, s.firstAt)
 		}
+		return
+	case Own(s.Application) && !b.opt.KeepOwn:
+		b.skip(Ignored, reasonOwn, s.firstAt)
 		return
 	}
 	s.StartedBeforeLog = !s.connected
@@ -637,6 +646,7 @@ func (b *builder) capture(sources []string) *Capture {
 				Params:          st.params,
 				ParamsTruncated: st.truncated,
 				Error:           st.err,
+				Seq:             st.seq,
 			}
 		}
 		c.Sessions[i] = out

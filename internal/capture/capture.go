@@ -92,6 +92,13 @@ type Statement struct {
 	// statement cannot be replayed as it ran.
 	ParamsTruncated bool
 	Error           *Error // nil when the statement succeeded
+	// Seq is the statement's place in the logs' line order (from 1): the
+	// line that ended it (its duration, its error, or for a log written
+	// at the start of statements, that line). Log lines are written in
+	// the order backends finish, so Seq orders statements whose times the
+	// log's millisecond clock cannot tell apart. 0 in captures written
+	// before it was kept.
+	Seq int64
 }
 
 // Error is a statement's failure as logged.

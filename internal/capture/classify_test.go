@@ -41,3 +41,68 @@ func TestAdmin(t *testing.T) {
 		}
 	}
 }
+
+func TestWrites(t *testing.T) {
+	for text, want := range map[string]bool{
+		"SELECT abalance FROM pgbench_accounts WHERE aid = $1":        false,
+		"select count(*), max(x) from t where id in (1, 2)":           false,
+		"SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $2 ORDER BY c": false,
+		"SELECT now(), coalesce(x, 0)::numeric(10,2) FROM t":          false,
+		"  /* app */ SELECT 1":                                        false,
+		"SET application_name = 'x'":                                  false,
+		"BEGIN":                                                       false,
+		"COMMIT":                                                      false,
+		"SHOW transaction_isolation":                                  false,
+		"UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2": true,
+		"insert into t values (1)":                                     true,
+		"DELETE FROM sbtest1 WHERE id=5":                               true,
+		"SELECT * FROM t WHERE id = 1 FOR UPDATE":                      true,
+		"SELECT * FROM t WHERE id = 1 FOR NO KEY UPDATE":               true,
+		"SELECT * FROM t WHERE id = 1 LOCK IN SHARE MODE":              true,
+		"SELECT * INTO newt FROM t":                                    true,
+		"WITH d AS (DELETE FROM t RETURNING *) SELECT count(*) FROM d": true,
+		"SELECT dbp_new_order($1, $2, $3)":                             true,
+		"SELECT public.bump(1)":                                        true,
+		"CALL new_order(1, 2)":                                         true,
+		"COPY t FROM STDIN":                                            true,
+		"CREATE TEMP TABLE x (a int)":                                  true,
+		"LOCK TABLE t":                                                 true,
+		"EXECUTE stmt1":                                                true,
+		"":                                                             false,
+	} {
+		if got := Writes(text); got != want {
+			t.Errorf("Writes(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestWrittenTableAndVolatile(t *testing.T) {
+	for text, want := range map[string]string{
+		"INSERT INTO pgbench_history (tid, bid) VALUES ($1, $2)": "pgbench_history",
+		`insert into "Events"(v) values (1)`:                     "events",
+		"UPDATE public.t SET v = random() WHERE id = 1":          "public.t",
+		"DELETE FROM sbtest1 WHERE id=5":                         "sbtest1",
+		"REPLACE INTO t VALUES (1)":                              "t",
+		"INSERT IGNORE INTO t VALUES (1)":                        "t",
+		"COPY events (a, b) FROM STDIN":                          "events",
+		"COPY events TO STDOUT":                                  "",
+		"TRUNCATE TABLE t":                                       "t",
+		"SELECT 1":                                               "",
+	} {
+		if got := WrittenTable(text); got != want {
+			t.Errorf("WrittenTable(%q) = %q, want %q", text, got, want)
+		}
+	}
+	for text, want := range map[string]string{
+		"UPDATE t SET v = random() WHERE id = 1":        "random()",
+		"INSERT INTO h VALUES ($1, CURRENT_TIMESTAMP)":  "current_timestamp",
+		"INSERT INTO t (id) VALUES (gen_random_uuid())": "gen_random_uuid()",
+		"UPDATE t SET v = 'random()' WHERE id = 1":      "",
+		"INSERT INTO t VALUES ($1, $2)":                 "",
+		"SELECT dbp_new_order($1)":                      "",
+	} {
+		if got := Volatile(text); got != want {
+			t.Errorf("Volatile(%q) = %q, want %q", text, got, want)
+		}
+	}
+}

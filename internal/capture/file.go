@@ -55,6 +55,7 @@ type fileStatement struct {
 	Params    []*string  `json:"p,omitempty"`
 	Truncated bool       `json:"pt,omitempty"`
 	Error     *fileError `json:"e,omitempty"`
+	Seq       int64      `json:"q,omitempty"`
 }
 
 type fileError struct {
@@ -85,7 +86,7 @@ func Write(path string, c *Capture) error {
 			Statements: make([]fileStatement, len(s.Statements))}
 		for k, st := range s.Statements {
 			f := fileStatement{Offset: us(st.Offset), Duration: us(st.Duration), Text: st.Text, Prepared: st.Prepared,
-				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated}
+				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated, Seq: st.Seq}
 			if st.Error != nil {
 				f.Error = &fileError{SQLState: st.Error.SQLState, Message: st.Error.Message}
 			}
@@ -171,7 +172,8 @@ func decode(r io.Reader, path string) (*Capture, error) {
 				return nil, fmt.Errorf("capture file %s is damaged: session %s statement %d has a negative time", path, fs.ID, k)
 			}
 			st := Statement{Offset: time.Duration(f.Offset) * time.Microsecond, Duration: time.Duration(f.Duration) * time.Microsecond,
-				Text: f.Text, Prepared: f.Prepared, Extended: f.Extended, Params: f.Params, ParamsTruncated: f.Truncated}
+				Text: f.Text, Prepared: f.Prepared, Extended: f.Extended, Params: f.Params, ParamsTruncated: f.Truncated,
+				Seq: f.Seq}
 			if f.Error != nil {
 				st.Error = &Error{SQLState: f.Error.SQLState, Message: f.Error.Message}
 			}

@@ -158,7 +158,10 @@ func parseMySQL(files []string, format string, opt Options) (*Capture, error) {
 				s.Database = e.db
 			}
 			s.authorized = true
-			s.stmts = append(s.stmts, &stmt{start: e.at, dur: e.dur, text: b.intern(e.text)})
+			if app, ok := OwnMarker(e.text); ok && len(s.stmts) == 0 {
+				s.Application = app
+			}
+			s.stmts = append(s.stmts, &stmt{start: e.at, dur: e.dur, text: b.intern(e.text), seq: int64(i + 1)})
 		}
 	}
 	c := b.capture(files)
@@ -204,7 +207,7 @@ func readGeneral(lines *lineReader, path string, b *builder, events []myEvent, o
 		if m == nil {
 			switch {
 			case banner(ln):
-				b.skip(Ignored, reasonMyHeader, where)
+				countBanner(b, ln, where)
 				last = nil
 			case last != nil:
 				last.text += "\n" + ln
@@ -410,7 +413,7 @@ func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt 
 			}
 		case !e.sawHeader:
 			if banner(ln) {
-				b.skip(Ignored, reasonMyHeader, where)
+				countBanner(b, ln, where)
 			} else if ln != "" {
 				b.skip(Dropped, reasonMyOrphan, where)
 			}
@@ -512,6 +515,14 @@ func sniffFiles(files []string) (string, error) {
 		return "", fmt.Errorf("log files of different formats (%s is %s, %s is not a MySQL log): capture one format at a time", at, found, other)
 	}
 	return found, nil
+}
+
+// countBanner counts a start banner once, at its first line; the port
+// and column-header lines under it are part of it.
+func countBanner(b *builder, ln, where string) {
+	if strings.HasSuffix(ln, "started with:") {
+		b.skip(Ignored, reasonMyHeader, where)
+	}
 }
 
 // banner tells the lines a server writes at the head of its logs when it

@@ -33,6 +33,12 @@ type Options struct {
 	// with the bytes read so far of the file as stored (compressed or not)
 	// and its size.
 	Progress func(file string, done, total int64)
+	// KeepOwn keeps dbparity's own sessions (collectors, replay
+	// monitors, snapshots: application names starting "dbparity-"),
+	// which are left out and counted otherwise. Its workload sessions
+	// (application "dbparity") are an application like any other and are
+	// always kept.
+	KeepOwn bool
 }
 
 // Log formats.

@@ -142,6 +142,8 @@ type Metric struct {
 func Metrics(r *result.Run) []Metric {
 	ms := []Metric{{Name: "throughput (tps)", Get: func(r *result.Run) float64 { return r.Summarize().TPS }, Within: WithinThroughput}}
 	if r.Replay != nil {
+		// A replay's throughput is of statements, not transactions.
+		ms[0].Name = "throughput (statements/s)"
 		ms = append(ms, Metric{Name: "replay time (s)", Lower: true, Get: func(r *result.Run) float64 {
 			if r.Replay == nil {
 				return math.NaN()

@@ -377,12 +377,67 @@ func (c *Comparison) medians(f func(r *result.Run) float64) []float64 {
 	return out
 }
 
+// transactions counts a run's committed transactions: a replay's are
+// the committed blocks and autocommit statements it replayed (its
+// summary counts statements).
+func transactions(r *result.Run) float64 {
+	if r.Replay != nil {
+		return float64(r.Replay.ReplayedTransactions)
+	}
+	return float64(r.Summarize().Commits)
+}
+
 func (c *Comparison) sideBySide() []Table {
 	t := c.header("side by side (group medians)")
 	sum := func(f func(s result.Summary) float64) func(r *result.Run) float64 {
 		return func(r *result.Run) float64 { return f(r.Summarize()) }
 	}
-	c.row(&t, "transactions/s", c.medians(sum(func(s result.Summary) float64 { return s.TPS })))
+	var div *Table // a replay's divergence, beside its figures
+	if c.Groups[0].Runs[0].Replay != nil {
+		rp := func(f func(rp *result.Replay, s result.Summary) float64) func(r *result.Run) float64 {
+			return func(r *result.Run) float64 {
+				if r.Replay == nil {
+					return math.NaN()
+				}
+				return f(r.Replay, r.Summarize())
+			}
+		}
+		c.row(&t, "captured elapsed s", c.medians(rp(func(x *result.Replay, _ result.Summary) float64 { return x.CaptureSeconds })))
+		c.row(&t, "replayed elapsed s", c.medians(rp(func(x *result.Replay, _ result.Summary) float64 { return x.ReplaySeconds })))
+		c.row(&t, "statements/s", c.medians(sum(func(s result.Summary) float64 { return s.TPS })))
+		c.row(&t, "transactions/s", c.medians(rp(func(x *result.Replay, s result.Summary) float64 {
+			if s.DurationS == 0 {
+				return math.NaN()
+			}
+			return float64(x.ReplayedTransactions) / s.DurationS
+		})))
+		t2 := c.header("divergence against the capture (group medians)")
+		kind := func(k string) func(r *result.Run) float64 {
+			return rp(func(x *result.Replay, _ result.Summary) float64 {
+				var n int64
+				for _, o := range x.Outcomes {
+					if o.Kind == k {
+						n += o.Count
+					}
+				}
+				return float64(n)
+			})
+		}
+		c.row(&t2, "new errors", c.medians(kind("new error")))
+		c.row(&t2, "vanished errors", c.medians(kind("vanished error")))
+		c.row(&t2, "changed errors", c.medians(kind("changed error")))
+		c.row(&t2, "commits rolled back", c.medians(kind("rolled back")))
+		c.row(&t2, "data not captured (statements)", c.medians(kind("data not captured")))
+		c.row(&t2, "end-state tables differing", c.medians(rp(func(x *result.Replay, _ result.Summary) float64 {
+			if x.EndState == nil {
+				return math.NaN() // not verified
+			}
+			return float64(x.EndState.Of - x.EndState.Match - x.EndState.ClockOnly)
+		})))
+		div = &t2
+	} else {
+		c.row(&t, "transactions/s", c.medians(sum(func(s result.Summary) float64 { return s.TPS })))
+	}
 	if _, ok := c.Groups[0].Runs[0].Summarize().Transactions["new_order"]; ok {
 		c.row(&t, "NOPM", c.medians(sum(func(s result.Summary) float64 { return s.NOPM })))
 	}
@@ -412,10 +467,11 @@ func (c *Comparison) sideBySide() []Table {
 	per := func(cores func(r *result.Run) float64) func(r *result.Run) float64 {
 		return func(r *result.Run) float64 {
 			s := r.Summarize()
-			if s.Commits == 0 || s.DurationS == 0 {
+			n := transactions(r)
+			if n == 0 || s.DurationS == 0 {
 				return math.NaN()
 			}
-			return cores(r) * s.DurationS * 1e6 / float64(s.Commits)
+			return cores(r) * s.DurationS * 1e6 / n
 		}
 	}
 	osf := func(f func(o *result.OS) float64) func(r *result.Run) float64 {
@@ -433,13 +489,24 @@ func (c *Comparison) sideBySide() []Table {
 		}
 		return *o.Window.ServerCPUCores
 	}))))
-	c.row(&cost, "driver", c.medians(func(r *result.Run) float64 { return r.Summarize().DriverCPUPerTxUs }))
-	c.row(&cost, "tps per busy host core", c.medians(func(r *result.Run) float64 {
-		if r.OS == nil || r.OS.Window.CPUBusyPct == 0 {
+	c.row(&cost, "driver", c.medians(per(func(r *result.Run) float64 {
+		s := r.Summarize()
+		if s.DurationS == 0 {
 			return math.NaN()
 		}
-		return r.Summarize().TPS / (r.OS.Window.CPUBusyPct / 100 * float64(r.OS.Window.NumCPU))
+		return s.DriverCPUS / s.DurationS
+	})))
+	c.row(&cost, "tps per busy host core", c.medians(func(r *result.Run) float64 {
+		s := r.Summarize()
+		n := transactions(r)
+		if r.OS == nil || r.OS.Window.CPUBusyPct == 0 || s.DurationS == 0 {
+			return math.NaN()
+		}
+		return n / s.DurationS / (r.OS.Window.CPUBusyPct / 100 * float64(r.OS.Window.NumCPU))
 	}))
+	if div != nil {
+		return []Table{t, *div, cost}
+	}
 	return []Table{t, cost}
 }
 

@@ -90,16 +90,13 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if es := rp.EndState; es != nil {
-		fmt.Fprintf(w, "    %s\n", es.Summary)
-	}
 	for _, n := range rp.Notes {
 		fmt.Fprintf(w, "    note         %s\n", n)
 	}
 	div := rp.Divergent()
-	fmt.Fprintf(w, "\n    outcomes against the capture (%d divergent statements)\n", div)
+	fmt.Fprintf(w, "\n    outcomes against the capture (%d divergent statements; errors and commits compared, not rows or results)\n", div)
 	if len(rp.Outcomes) == 0 {
-		fmt.Fprintf(w, "      every statement ended as it did in the capture\n")
+		fmt.Fprintf(w, "      every replayed statement succeeded or failed as it did in the capture\n")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "      kind\tcount\tcaptured\treplayed\tstatement\n")
@@ -153,6 +150,21 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 		fmt.Fprintf(w, "    (the replay kept no literal values: run it with --show-literals to keep them)\n")
 	}
 	return nil
+}
+
+// endStateLine says what the replay's end state was checked against, and
+// how it came out; never more than was checked.
+func endStateLine(rp *result.Replay) string {
+	switch es := rp.EndState; {
+	case es != nil && rp.EndStateDiffers():
+		return "END STATE    DIFFERS: " + strings.TrimPrefix(es.Summary, "end state: ")
+	case es != nil:
+		return "end state    " + strings.TrimPrefix(es.Summary, "end state: ")
+	case rp.EndStateSkipped != "":
+		return "end state    not verified against " + rp.Verify + ": " + rp.EndStateSkipped
+	}
+	return "end state    not checked: replay onto a copy of the starting state with --verify END.snap " +
+		"(dbparity snapshot at the capture's end) to check that the data ends as the application left it"
 }
 
 func secs(s float64) string {

@@ -41,3 +41,21 @@ func TestReplayReportHidesLiterals(t *testing.T) {
 		t.Error("the JSON summary changed the run it printed")
 	}
 }
+
+// The end-state line never says more than was checked.
+func TestEndStateLine(t *testing.T) {
+	for _, c := range []struct {
+		rp   result.Replay
+		want string
+	}{
+		{result.Replay{}, "not checked: replay onto a copy of the starting state with --verify"},
+		{result.Replay{Verify: "end.snap", EndStateSkipped: "the replay was interrupted"}, "not verified against end.snap: the replay was interrupted"},
+		{result.Replay{EndState: &result.EndState{Summary: "end state: 2 of 2 tables match", Match: 2, Of: 2}}, "end state    2 of 2 tables match"},
+		{result.Replay{EndState: &result.EndState{Summary: "end state: 1 of 2 tables match; differ: t: 3 rows, want 4", Match: 1, Of: 2}},
+			"END STATE    DIFFERS: 1 of 2 tables match; differ: t: 3 rows, want 4"},
+	} {
+		if got := endStateLine(&c.rp); !strings.Contains(got, c.want) {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}

@@ -70,6 +70,8 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		}
 		p.f("  statements   %d completed without error, %d failed%s\n", s.Commits, s.Errors, classes(s.ErrorsByClass))
 		p.f("  transactions %d committed (%.1f/s; %d in the capture)\n", rp.ReplayedTransactions, tps, rp.CapturedTransactions)
+		p.f("  replay       %s captured, replayed in %s; %d divergent statements\n", secs(rp.CaptureSeconds), secs(rp.ReplaySeconds), rp.Divergent())
+		p.f("  %s\n", endStateLine(rp))
 		p.f("  driver CPU   %.2f s   %.2f µs per statement (%d statements)\n", s.DriverCPUS, s.DriverCPUPerStmtUs, s.Statements)
 	} else {
 		p.f("  commits      %d   rollbacks (by design) %d   retries %d\n", s.Commits, s.Rollbacks, s.Retries)

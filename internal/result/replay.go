@@ -45,13 +45,18 @@ type Replay struct {
 	Stalls   []ReplayStall   `json:"stalls,omitempty"`
 	// Typing is what parameter typing by inference did.
 	Typing *ReplayTyping `json:"typing,omitempty"`
-	// EndState is the target against the expected end state (--verify).
-	EndState     *EndState           `json:"end_state,omitempty"`
-	Fingerprints []ReplayFingerprint `json:"fingerprints"` // most replay time added first
-	Outcomes     []ReplayOutcome     `json:"outcomes,omitempty"`
-	SessionDiffs []ReplaySessionDiff `json:"session_diffs,omitempty"`
-	Notes        []string            `json:"notes,omitempty"`
-	Literals     bool                `json:"literals"`
+	// EndState is the target against the expected end state (--verify);
+	// Verify names the snapshot asked for, and EndStateSkipped says why
+	// it was not compared (the replay was interrupted, the target could
+	// not be read).
+	EndState        *EndState           `json:"end_state,omitempty"`
+	Verify          string              `json:"verify,omitempty"`
+	EndStateSkipped string              `json:"end_state_skipped,omitempty"`
+	Fingerprints    []ReplayFingerprint `json:"fingerprints"` // most replay time added first
+	Outcomes        []ReplayOutcome     `json:"outcomes,omitempty"`
+	SessionDiffs    []ReplaySessionDiff `json:"session_diffs,omitempty"`
+	Notes           []string            `json:"notes,omitempty"`
+	Literals        bool                `json:"literals"`
 }
 
 // ReplayFingerprint is one normalised statement: the capture's server
@@ -71,7 +76,7 @@ type ReplayFingerprint struct {
 
 // ReplayOutcome counts the statements of one fingerprint whose replay
 // ended one way against their capture: "new error", "vanished error",
-// "changed error", "rolled back", "committed", "data not in the log"
+// "changed error", "rolled back", "committed", "data not captured"
 // (divergence) or "expected error".
 type ReplayOutcome struct {
 	Kind        string `json:"kind"`
@@ -108,6 +113,13 @@ func (r *Replay) Divergent() int64 {
 	return n
 }
 
+// EndStateDiffers says whether the replay was verified and its end state
+// differs from the expected one (beyond columns the clock sets).
+func (r *Replay) EndStateDiffers() bool {
+	es := r.EndState
+	return es != nil && (es.Match+es.ClockOnly+es.Explained < es.Of || len(es.Sequences) > 0)
+}
+
 // ReplayRelease is a synchronisation wait let go to break a cycle.
 type ReplayRelease struct {
 	AtS       float64 `json:"at_s"` // from the replay's start
@@ -139,10 +151,13 @@ type ReplayTyping struct {
 
 // EndState is the target's tables against an expected end state.
 type EndState struct {
-	Expected  string     `json:"expected"` // where the snapshot was taken
-	Summary   string     `json:"summary"`
-	Match     int        `json:"match"`
-	ClockOnly int        `json:"clock_only"` // match apart from date/time columns
+	Expected  string `json:"expected"` // where the snapshot was taken
+	Summary   string `json:"summary"`
+	Match     int    `json:"match"`
+	ClockOnly int    `json:"clock_only"` // match apart from date/time columns
+	// Explained differ for a cause the report names (data the capture
+	// does not hold, values set at random by the application's statements).
+	Explained int        `json:"explained,omitempty"`
 	Of        int        `json:"of"`
 	Tables    []EndTable `json:"tables"`
 	Sequences []string   `json:"sequences_differ,omitempty"`
@@ -155,4 +170,5 @@ type EndTable struct {
 	WantRows int64    `json:"want_rows"`
 	GotRows  int64    `json:"got_rows"`
 	Columns  []string `json:"columns,omitempty"`
+	Cause    string   `json:"cause,omitempty"` // why it differs, when explained
 }

@@ -733,6 +733,14 @@ func (ob *observer) finish(r *result.Run) error {
 		}
 		r.DBCounters = &result.Counters{Start: start.Counters, End: ob.winEnd.Counters}
 		d := maps.Clone(ob.win)
+		if v, ok := d[ob.commitKey]; ok && ob.commitKey != "" && v < 0 {
+			// The collectors' own commits outnumber what the server has
+			// counted: backends report their counts up to a second late,
+			// and a short window ends before they do. Unknown, not negative.
+			delete(d, ob.commitKey)
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the server had not yet counted the window's transactions when it ended "+
+				"(it counts them up to a second late): the load profile's transactions are n/a for this %.1f s window", secs))
+		}
 		for k, v := range osd {
 			d[k] = v
 		}

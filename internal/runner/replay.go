@@ -28,7 +28,8 @@ type ReplayOptions struct {
 	Common
 	Capture string  // the capture file
 	Speed   float64 // 0: as fast as possible
-	// Sync is replay.SyncCapture (default) or replay.SyncNone.
+	// Sync is replay.SyncCommit (default), replay.SyncStatement or
+	// replay.SyncNone.
 	Sync string
 	// StallTimeout reports statements and waits that last longer.
 	StallTimeout time.Duration
@@ -56,8 +57,9 @@ type ReplayOptions struct {
 
 // ReplayVersion changes when the replay's timing or accounting changes:
 // 2 synchronises sessions by what the capture proves happened before,
-// and counts transactions with savepoints and autocommit statements.
-const ReplayVersion = "2"
+// and counts transactions with savepoints and autocommit statements; 3
+// synchronises on commits by default.
+const ReplayVersion = "3"
 
 // Replay plays a capture against the target and writes a result.
 func Replay(ctx context.Context, o ReplayOptions) error {
@@ -70,8 +72,14 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if o.Speed < 0 {
 		return usage("--speed %v: give a factor above 0 (2 is twice as fast) or max", o.Speed)
 	}
-	if o.Sync != "" && o.Sync != replay.SyncCapture && o.Sync != replay.SyncNone {
-		return usage("--sync %q: choose %s or %s", o.Sync, replay.SyncCapture, replay.SyncNone)
+	switch o.Sync {
+	case "":
+		o.Sync = replay.SyncCommit
+	case replay.SyncCapture:
+		o.Sync = replay.SyncStatement
+	case replay.SyncCommit, replay.SyncStatement, replay.SyncNone:
+	default:
+		return usage("--sync %q: choose %s, %s or %s", o.Sync, replay.SyncCommit, replay.SyncStatement, replay.SyncNone)
 	}
 	if o.StallTimeout < 0 {
 		return usage("--stall-timeout %s: must be above 0", o.StallTimeout)
@@ -125,6 +133,11 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	sv, err := serverVersion(ctx, t)
 	if err != nil {
 		return err
+	}
+	if o.Sync != replay.SyncNone {
+		if err := lockWaitsVisible(ctx, t); err != nil {
+			return err
+		}
 	}
 	fmt.Fprint(o.Stderr, plan(c, o, t.URL, kept))
 	types, typing := typeParams(ctx, c, t, o)
@@ -191,9 +204,20 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	// Replays have no warm-up of the driver's kind: its warning does not
 	// apply (--warmup replays part of the capture instead).
 	r.Warnings = slices.DeleteFunc(r.Warnings, func(w string) bool { return strings.HasPrefix(w, "no warm-up") })
-	if want != nil && ctx.Err() == nil {
-		if r.Replay.EndState, err = verify(ctx, t, want); err != nil {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("end state not verified: %v", err))
+	if want != nil {
+		r.Replay.Verify = o.Verify
+		switch {
+		case ctx.Err() != nil || res.Partial:
+			r.Replay.EndStateSkipped = "the replay was interrupted: its end state is not the capture's to compare"
+		default:
+			var keep func(*capture.Session) bool
+			if !o.Filter.Empty() {
+				keep = o.Filter.Keep
+			}
+			if r.Replay.EndState, err = verify(ctx, t, want, causes(c, keep)); err != nil {
+				r.Replay.EndStateSkipped = strings.Join(strings.Fields(err.Error()), " ")
+				r.Warnings = append(r.Warnings, fmt.Sprintf("end state not verified: %v", err))
+			}
 		}
 	}
 	if err := result.Write(o.Out, r); err != nil {
@@ -204,7 +228,13 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if errors.Is(runErr, context.Canceled) {
 		runErr = driver.ErrInterrupted
 	}
-	return reportRun(rpo, r, runErr)
+	if err := reportRun(rpo, r, runErr); err != nil {
+		return err
+	}
+	if r.Replay.EndStateDiffers() {
+		return fmt.Errorf("%w from %s: %s (result written to %s)", ErrEndStateDiffers, o.Verify, r.Replay.EndState.Summary, o.Out)
+	}
+	return nil
 }
 
 // typeParams types the parameters the server cannot infer (replay.Type),
@@ -280,8 +310,67 @@ func leading(c *capture.Capture, d time.Duration) *capture.Capture {
 	return &out
 }
 
-// verify compares the target with the expected end state.
-func verify(ctx context.Context, t *opened, want *snapshot.Snapshot) (*result.EndState, error) {
+// lockWaitsVisible checks, before a synchronised replay starts, that its
+// monitor may read the server's lock waits: without them a wait for
+// another session's commit that forms a cycle with a lock wait is never
+// released, and the replay freezes until the server's lock timeout.
+func lockWaitsVisible(ctx context.Context, t *opened) error {
+	rc, err := t.ConnectReplay(ctx, "", "", "dbparity-replay-monitor")
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := rc.Blockers(qctx, nil); err != nil {
+		if t.Dialect == target.MySQL {
+			return fmt.Errorf("the replay cannot read InnoDB's lock waits (%s): GRANT PROCESS ON *.* TO the --target user, "+
+				"or replay with --sync none", strings.Join(strings.Fields(err.Error()), " "))
+		}
+		return fmt.Errorf("the replay cannot read the server's lock waits (%s): replay with --sync none", strings.Join(strings.Fields(err.Error()), " "))
+	}
+	return nil
+}
+
+// causes are the reasons, known from the capture, that a table may end
+// otherwise than the capture's end state: a COPY FROM STDIN whose rows
+// the log does not hold, statements that write values that differ from
+// run to run (random(), gen_random_uuid(), the clock into a column that
+// is not a date or time).
+func causes(c *capture.Capture, keep func(*capture.Session) bool) map[string]snapshot.Cause {
+	out := map[string]snapshot.Cause{}
+	seen := map[int]bool{}
+	for i := range c.Sessions {
+		if keep != nil && !keep(&c.Sessions[i]) {
+			continue
+		}
+		for _, st := range c.Sessions[i].Statements {
+			if seen[st.Text] {
+				continue
+			}
+			seen[st.Text] = true
+			text := c.Texts[st.Text]
+			if table, ok := capture.CopyFromStdin(text); ok {
+				out[table] = snapshot.Cause{Why: "its COPY FROM STDIN rows are not in the server log (data not captured)", Rows: true}
+				continue
+			}
+			table := capture.WrittenTable(text)
+			if table == "" {
+				continue
+			}
+			if v := capture.Volatile(text); v != "" {
+				if _, ok := out[table]; !ok {
+					out[table] = snapshot.Cause{Why: "the application's statements write it with " + v + ", whose values differ from run to run"}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// verify compares the target with the expected end state; why names the
+// causes the capture knows of tables that may differ.
+func verify(ctx context.Context, t *opened, want *snapshot.Snapshot, why map[string]snapshot.Cause) (*result.EndState, error) {
 	c, err := t.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -292,11 +381,12 @@ func verify(ctx context.Context, t *opened, want *snapshot.Snapshot) (*result.En
 		return nil, err
 	}
 	cmp := snapshot.Compare(want, got)
+	cmp.Explain(why)
 	es := &result.EndState{Expected: want.Target, Summary: cmp.Summary(), Sequences: cmp.Sequences}
 	for _, d := range cmp.Tables {
 		es.Tables = append(es.Tables, result.EndTable(d))
 	}
-	es.Match, es.ClockOnly, es.Of = cmp.Matching()
+	es.Match, es.ClockOnly, es.Explained, es.Of = cmp.Matching()
 	return es, nil
 }
 
@@ -312,8 +402,11 @@ func plan(c *capture.Capture, o ReplayOptions, url string, kept int) string {
 		speed = fmt.Sprintf("%gx the captured pace (about %s)", o.Speed,
 			time.Duration(float64(c.End.Sub(c.Start))/o.Speed).Round(time.Second))
 	}
-	sync := "sessions wait for what the capture proves happened before (--sync capture)"
-	if o.Sync == replay.SyncNone {
+	sync := "each statement waits for the other sessions' commits that completed before it in the capture (--sync commit)"
+	switch o.Sync {
+	case replay.SyncStatement:
+		sync = "each statement waits for every statement of another session that ended before it started in the capture (--sync statement)"
+	case replay.SyncNone:
 		sync = "sessions do not wait for each other (--sync none)"
 	}
 	var b strings.Builder

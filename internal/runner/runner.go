@@ -27,6 +27,9 @@ import (
 var (
 	// ErrCheckFailed: a consistency condition does not hold.
 	ErrCheckFailed = errors.New("consistency check failed")
+	// ErrEndStateDiffers: a replay's end state differs from --verify's
+	// (a check that failed: exit 3, as ErrCheckFailed).
+	ErrEndStateDiffers = errors.New("end state differs")
 	// ErrInterrupted: the user stopped the command; a run's partial result
 	// was still written.
 	ErrInterrupted = errors.New("interrupted")

@@ -41,7 +41,7 @@ func TestCompare(t *testing.T) {
 			t.Errorf("%s: %q, want %q", n, verdicts[n], v)
 		}
 	}
-	if m, clock, of := c.Matching(); m != 1 || clock != 1 || of != 6 {
+	if m, clock, _, of := c.Matching(); m != 1 || clock != 1 || of != 6 {
 		t.Errorf("matching %d+%d of %d", m, clock, of)
 	}
 	s := c.Summary()
@@ -72,5 +72,31 @@ func TestWriteRead(t *testing.T) {
 	os.WriteFile(other, []byte(`{"schema":"dbparity.result/1"}`), 0o644)
 	if _, err := Read(other); err == nil || !strings.Contains(err.Error(), "not a snapshot file") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("reading a result as a snapshot: %v", err)
+	}
+}
+
+// A table whose rows hold the same values per column but paired
+// otherwise says so; causes explain the tables they name, a different row
+// count only when the cause says it can.
+func TestExplainAndPairing(t *testing.T) {
+	c := Comparison{Tables: []TableDiff{
+		{Name: "public.events", Verdict: Differs, WantRows: 714, GotRows: 0},
+		{Name: "public.t", Verdict: Differs, WantRows: 5, GotRows: 5, Columns: []string{"v"}},
+		{Name: "public.pairs", Verdict: Differs, WantRows: 2, GotRows: 2},
+		{Name: "public.u", Verdict: Differs, WantRows: 3, GotRows: 4},
+	}}
+	c.Explain(map[string]Cause{"events": {Why: "COPY rows not captured", Rows: true}, "public.t": {Why: "random()"}, "u": {Why: "random()"}})
+	match, clock, explained, of := c.Matching()
+	if match != 0 || clock != 0 || explained != 2 || of != 4 {
+		t.Errorf("matching %d %d %d %d", match, clock, explained, of)
+	}
+	s := c.Summary()
+	for _, want := range []string{"2 differ for a named cause: public.events (0 rows, want 714): COPY rows not captured",
+		"public.t (5 rows alike in number, content differs in v): random()",
+		"public.pairs: 2 rows alike in number, each column holding the same values, paired otherwise within rows",
+		"public.u: 4 rows, want 3"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
 	}
 }

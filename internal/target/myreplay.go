@@ -23,8 +23,9 @@ type myReplayConn struct {
 }
 
 // connectMyReplay opens a replay connection as user to database (the
-// URL's when empty), with the URL's password.
-func (t *Target) connectMyReplay(ctx context.Context, user, database string) (ReplayConn, error) {
+// URL's when empty), with the URL's password. A connection of dbparity's
+// own (app dbparity-*: the replay's monitor) names itself first.
+func (t *Target) connectMyReplay(ctx context.Context, user, database, app string) (ReplayConn, error) {
 	cfg := t.myConfig.Clone()
 	if user != "" {
 		cfg.User = user
@@ -46,6 +47,9 @@ func (t *Target) connectMyReplay(ctx context.Context, user, database string) (Re
 	var id uint32
 	if err == nil {
 		err = c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id)
+	}
+	if err == nil && strings.HasPrefix(app, ownPrefix) {
+		_, err = c.ExecContext(ctx, OwnMarkerSQL(app))
 	}
 	if err != nil {
 		if c != nil {

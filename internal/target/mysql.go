@@ -119,10 +119,25 @@ func openMySQL(raw string) (*Target, error) {
 			c.Close()
 			return nil, errors.New(mysqlConnectMessage(err))
 		}
+		if app != "" {
+			if _, err := c.ExecContext(ctx, OwnMarkerSQL(app)); err != nil {
+				c.Close()
+				return nil, errors.New(mysqlConnectMessage(err))
+			}
+		}
 		return &mysqlConn{c: c, stmts: map[string]*mysqlStmt{}, net: n, prepare: app == ""}, nil
 	}
 	return t, nil
 }
+
+// ownPrefix starts the application name of dbparity's connections that
+// are not a workload's (collectors, the replay's monitor).
+const ownPrefix = "dbparity-"
+
+// OwnMarkerSQL is the statement a MySQL connection of dbparity's own
+// sends first: MySQL's logs name no application, and a capture of them
+// leaves out the sessions that begin so (capture.OwnMarker).
+func OwnMarkerSQL(app string) string { return "SET @dbparity_application = '" + app + "'" }
 
 func mysqlConnectMessage(err error) string {
 	var me *mysql.MySQLError

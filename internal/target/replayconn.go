@@ -60,7 +60,7 @@ var ErrReplayDialect = errors.New("replay needs a PostgreSQL, MySQL or MariaDB t
 // URL's password (or the password file) is used for every user.
 func (t *Target) ConnectReplay(ctx context.Context, user, database, app string) (ReplayConn, error) {
 	if t.Dialect == MySQL {
-		return t.connectMyReplay(ctx, user, database)
+		return t.connectMyReplay(ctx, user, database, app)
 	}
 	if t.Dialect != Postgres || t.pgConfig == nil {
 		return nil, ErrReplayDialect

@@ -27,6 +27,7 @@ type lockServer struct {
 	prefer  string
 	waiters int
 	calls   []string
+	granted []string // sessions (by application) in the order their UPDATE took the row
 }
 
 func newLockServer() *lockServer {
@@ -50,6 +51,7 @@ func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
 	case strings.HasPrefix(sql, "UPDATE"):
 		if s.holder == 0 || s.holder == c.pid {
 			s.holder = c.pid
+			s.granted = append(s.granted, c.name)
 			return "UPDATE 1", nil
 		}
 		s.waiting = append(s.waiting, c)
@@ -59,6 +61,7 @@ func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
 			}
 			s.cond.Wait()
 		}
+		s.granted = append(s.granted, c.name)
 		return "UPDATE 1", nil
 	case sql == "COMMIT":
 		for end := time.Now().Add(2 * time.Second); s.holder == c.pid && len(s.waiting) < s.waiters && time.Now().Before(end); {
@@ -125,32 +128,37 @@ func lockConnector(srv *lockServer) func(context.Context, string, string, string
 	}
 }
 
-// The capture: a holds the row; b and c wait for it; a commits, the server
-// gives the row to b, b commits, then c gets it and commits. In the
-// replay the server gives the row to c first: c's COMMIT waits (by the
-// capture) for b's COMMIT, and b waits (at the server) for c's lock. The
-// monitor sees the cycle within a second and lets c's COMMIT go; the
-// replay ends.
-func TestSyncLockCycleBroken(t *testing.T) {
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// queueCapture: a holds the row; b and c wait for it; a commits, the
+// server gives the row to b, b commits, then c gets it and commits.
+func queueCapture() *capture.Capture {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := func(at, dur, text int) capture.Statement {
 		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text}
 	}
-	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(200)),
-		Texts: []string{"BEGIN", "UPDATE r", "COMMIT"},
+	return &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(200)),
+		Texts: []string{"BEGIN", "UPDATE r SET n = n + 1", "COMMIT"},
 		Sessions: []capture.Session{
 			{ID: "a", Application: "a", Start: 0, End: ms(200), Statements: []capture.Statement{st(0, 1, 0), st(10, 1, 1), st(100, 1, 2)}},
 			{ID: "b", Application: "b", Start: 0, End: ms(200), Statements: []capture.Statement{st(15, 1, 0), st(20, 81, 1), st(110, 1, 2)}},
 			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(16, 1, 0), st(25, 87, 1), st(120, 1, 2)}},
 		}}
+}
+
+// Statement order: in the replay the server gives the row to c first:
+// c's COMMIT waits (by the capture) for b's COMMIT, and b waits (at the
+// server) for c's lock. The monitor sees the cycle within a second and
+// lets c's COMMIT go; the replay ends.
+func TestSyncLockCycleBroken(t *testing.T) {
+	c := queueCapture()
 	srv := newLockServer()
 	srv.prefer, srv.waiters = "c", 2
 	connect := lockConnector(srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	r, err := Run(ctx, Options{Capture: c, Connect: connect})
+	r, err := Run(ctx, Options{Capture: c, Sync: SyncStatement, Connect: connect})
 	if err != nil {
 		t.Fatalf("the replay did not end: %v (calls %v)", err, srv.calls)
 	}
@@ -166,6 +174,80 @@ func TestSyncLockCycleBroken(t *testing.T) {
 		t.Errorf("replayed %d, errors %d", r.Replayed, r.Errors)
 	}
 	t.Logf("cycle broken in %v: %s", rel.Waited, rel.Cycle)
+}
+
+// Commit order, the same capture: c's UPDATE ended after b's COMMIT, so
+// it may have waited for b's lock and is sent only after b's COMMIT; the
+// server never has c waiting, whichever waiter it prefers, and nothing
+// is released. The rows are updated in the captured order, as fast as
+// possible too.
+func TestSyncCommitOrderNoCycle(t *testing.T) {
+	for _, speed := range []float64{1, 0} {
+		srv := newLockServer()
+		srv.prefer = "c"
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := Run(ctx, Options{Capture: queueCapture(), Speed: speed, Connect: lockConnector(srv)})
+		cancel()
+		if err != nil {
+			t.Fatalf("speed %v: %v (calls %v)", speed, err, srv.calls)
+		}
+		if len(r.Releases) != 0 || r.Replayed != 9 || r.Errors != 0 || r.Sync != SyncCommit {
+			t.Errorf("speed %v: sync %s, releases %+v, replayed %d, errors %d", speed, r.Sync, r.Releases, r.Replayed, r.Errors)
+		}
+		if got := strings.Join(updatesInOrder(srv), " "); got != "a b c" {
+			t.Errorf("speed %v: the row was updated by sessions %s, want a b c", speed, got)
+		}
+	}
+}
+
+// Commit order where the log cannot tell which of two lines came first
+// (same time, no line order): a's UPDATE may race ahead of b's, and a
+// cycle forms (a's SELECT waits for b's COMMIT, b waits for a's lock).
+// The monitor breaks it as soon as the server shows it, not after a
+// timeout per cycle.
+func TestSyncCommitCycleBrokenAtOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := func(at, dur, text int) capture.Statement {
+		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text}
+	}
+	// a's UPDATE (10, waited until 100) and b's COMMIT (99-100) end at
+	// the same millisecond; b's UPDATE was due after a's.
+	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(300)),
+		Texts: []string{"BEGIN", "UPDATE r SET n = n + 1", "SELECT n FROM r", "COMMIT"},
+		Sessions: []capture.Session{
+			{ID: "a", Application: "a", Start: 0, End: ms(300), Statements: []capture.Statement{st(0, 1, 0), st(10, 90, 1), st(150, 1, 2), st(200, 1, 3)}},
+			{ID: "b", Application: "b", Start: 0, End: ms(300), Statements: []capture.Statement{st(2, 1, 0), st(12, 1, 1), st(99, 1, 3)}},
+		}}
+	srv := newLockServer()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := Run(ctx, Options{Capture: c, Speed: 1, Connect: lockConnector(srv)})
+	if err != nil {
+		t.Fatalf("the replay did not end: %v (calls %v)", err, srv.calls)
+	}
+	// a's SELECT and then its COMMIT wait for b's COMMIT, which waits
+	// for a's lock: both are let go. b's COMMIT was due at 99 ms, before
+	// either: each found the cycle formed. The old monitor took 50-100 ms
+	// per cycle.
+	if len(r.Releases) != 2 || r.Releases[0].Statement != 2 || r.Releases[1].Statement != 3 {
+		t.Fatalf("releases %+v, want a's SELECT and COMMIT let go (calls %v)", r.Releases, srv.calls)
+	}
+	for _, rel := range r.Releases {
+		if rel.Session != 0 || rel.Waited > 40*time.Millisecond {
+			t.Errorf("release %+v, want session 0 let go within 40 ms", rel)
+		}
+		t.Logf("cycle broken after %v: %s", rel.Waited, rel.Cycle)
+	}
+	if r.Replayed != 7 || r.Errors != 0 {
+		t.Errorf("replayed %d, errors %d", r.Replayed, r.Errors)
+	}
+}
+
+// updatesInOrder lists the sessions whose UPDATE took the row, in order.
+func updatesInOrder(srv *lockServer) []string {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return append([]string(nil), srv.granted...)
 }
 
 // A statement that runs past the stall timeout is reported, with what it

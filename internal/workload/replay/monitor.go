@@ -117,9 +117,15 @@ type monitor struct {
 }
 
 const (
+	// checkEvery is how often stalls are looked for.
 	checkEvery = 50 * time.Millisecond
-	// A wait younger than this is not looked into: most end on their own.
-	suspectAfter = 50 * time.Millisecond
+	// While a session waits for synchronisation and another has a
+	// statement at the server, a cycle may be forming: the monitor looks
+	// every hotEvery, and at once when a new wait begins.
+	hotEvery = 2 * time.Millisecond
+	// A statement answered within suspectAfter is not asked about: most
+	// are, and only a statement that waits for a lock can close a cycle.
+	suspectAfter = time.Millisecond
 )
 
 func newMonitor(p *play) *monitor { return &monitor{p: p, stalled: map[[2]int]*Stall{}} }
@@ -130,7 +136,11 @@ func (m *monitor) run(ctx context.Context, done <-chan struct{}) {
 			m.conn.Close()
 		}
 	}()
-	t := time.NewTicker(checkEvery)
+	var added chan struct{}
+	if m.p.sync != nil {
+		added = m.p.sync.added
+	}
+	t := time.NewTimer(checkEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -138,9 +148,19 @@ func (m *monitor) run(ctx context.Context, done <-chan struct{}) {
 			return
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			m.check(ctx, now)
+		case <-added:
+		case <-t.C:
 		}
+		next := checkEvery
+		if m.check(ctx, time.Now()) {
+			next = hotEvery
+		}
+		t.Stop()
+		select {
+		case <-t.C:
+		default:
+		}
+		t.Reset(next)
 	}
 }
 
@@ -151,21 +171,19 @@ func (m *monitor) status() (waiting, stalled int, released int64) {
 	return m.waiting, m.stalledNow, int64(len(m.release))
 }
 
-func (m *monitor) check(ctx context.Context, now time.Time) {
+// check looks at the sessions now: it reports stalls and breaks a cycle
+// of synchronisation and lock waits as soon as the server shows one. It
+// says whether a cycle may be forming (a session waits for the others
+// while a statement is at the server), to be looked at again soon.
+func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 	var waits []waiting
 	if m.p.sync != nil {
 		waits = m.p.sync.blocked()
 	}
 	flying := m.p.live.inFlight()
 	limit := m.p.o.StallTimeout
-	var old []waiting // waits old enough to look into
 	var slow []inFlight
 	stalled := 0
-	for _, w := range waits {
-		if now.Sub(w.since) >= suspectAfter {
-			old = append(old, w)
-		}
-	}
 	for _, f := range flying {
 		d := now.Sub(f.since)
 		if d >= suspectAfter {
@@ -176,10 +194,10 @@ func (m *monitor) check(ctx context.Context, now time.Time) {
 		}
 	}
 	// The server is asked only when a cycle is possible (a session waits
-	// for synchronisation while another waits at the server) or a
-	// statement stalled, whose report says what it waits for.
+	// for synchronisation while another's statement is slow at the
+	// server) or a statement stalled, whose report says what it waits for.
 	var blockers map[uint32][]uint32
-	if len(slow) > 0 && (len(old) > 0 || stalled > 0) {
+	if len(slow) > 0 && (len(waits) > 0 || stalled > 0) {
 		blockers = m.blockers(ctx, slow)
 	}
 	for _, f := range flying {
@@ -196,9 +214,10 @@ func (m *monitor) check(ctx context.Context, now time.Time) {
 	m.mu.Lock()
 	m.waiting, m.stalledNow = len(waits), stalled
 	m.mu.Unlock()
-	if len(old) > 0 && blockers != nil {
-		m.breakCycles(now, old, slow, blockers)
+	if len(waits) > 0 && blockers != nil {
+		m.breakCycles(now, waits, slow, blockers)
 	}
+	return len(waits) > 0 && len(flying) > 0
 }
 
 // holders says which backends hold the locks a statement waits for, and

@@ -3,10 +3,11 @@
 // session, each opened at its captured start and issuing its statements in
 // their captured order, at their captured offsets scaled by a speed (or as
 // fast as possible), with their bind parameters and prepared statements as
-// captured. A statement waits for every statement of another session that
-// ended before it started in the capture (SyncCapture); a monitor breaks
-// the cycles such waits can form with the server's lock waits, and
-// reports what stalls. It times every statement, compares each outcome
+// captured. A statement waits for the commits of other sessions that
+// completed before it started in the capture (SyncCommit), or for every
+// statement that ended before it (SyncStatement); a monitor breaks, as
+// soon as it forms, a cycle of such waits with the server's lock waits,
+// and reports what stalls. It times every statement, compares each outcome
 // with the captured one (the same error, a new one, one that vanished, the
 // data the log did not hold) and records how far it fell behind its
 // schedule and how long it waited for the others.
@@ -35,7 +36,7 @@ type Options struct {
 	// Speed scales the captured offsets: 1 replays at the captured pace, 2
 	// twice as fast; 0 replays as fast as possible, order preserved.
 	Speed float64
-	// Sync is SyncCapture (the default) or SyncNone.
+	// Sync is SyncCommit (the default), SyncStatement or SyncNone.
 	Sync string
 	// StallTimeout is how long a statement may run, or a session wait for
 	// synchronisation, before it is reported stalled (default 60s).
@@ -98,10 +99,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	switch o.Sync {
 	case "":
-		o.Sync = SyncCapture
-	case SyncCapture, SyncNone:
+		o.Sync = SyncCommit
+	case SyncCapture:
+		o.Sync = SyncStatement
+	case SyncCommit, SyncStatement, SyncNone:
 	default:
-		return nil, fmt.Errorf("sync %q: choose %s or %s", o.Sync, SyncCapture, SyncNone)
+		return nil, fmt.Errorf("sync %q: choose %s, %s or %s", o.Sync, SyncCommit, SyncStatement, SyncNone)
 	}
 	if o.Tick <= 0 {
 		o.Tick = time.Second
@@ -147,9 +150,10 @@ func newPlay(o Options) *play {
 	for i := range c.Sessions {
 		p.keep[i] = o.Keep == nil || o.Keep(&c.Sessions[i])
 	}
-	p.rec = newRecorder(c, fps, p.fps, p.keep, o.Literals)
-	if o.Sync == SyncCapture {
-		p.sync = newSyncer(c)
+	p.rec = newRecorder(c, fps, p.fps, p.keep, p.why, o.Literals)
+	if o.Sync != SyncNone {
+		p.sync = newSyncer(c, o.Sync)
+		p.sync.added = make(chan struct{}, 1)
 	}
 	return p
 }

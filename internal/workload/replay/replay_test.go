@@ -186,14 +186,14 @@ func TestDivergence(t *testing.T) {
 	}
 }
 
-// Synchronisation by the capture: a statement goes only after every
+// Synchronisation by statements: a statement goes only after every
 // statement of another session that ended before it started, even as
 // fast as possible. In testCapture every statement ended before the next
 // one (in any session) started, so the whole order is forced.
-func TestSyncCapture(t *testing.T) {
+func TestSyncStatement(t *testing.T) {
 	for range 5 {
 		l := &log{}
-		r, err := Run(context.Background(), Options{Capture: testCapture(), Connect: connector(l, nil)})
+		r, err := Run(context.Background(), Options{Capture: testCapture(), Sync: SyncStatement, Connect: connector(l, nil)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func TestCommitRolledBack(t *testing.T) {
 
 // Filters: sessions by name, statements by text; statements that change
 // the server are skipped and listed unless asked for; COPY FROM STDIN
-// runs empty and is reported as data not in the log. Skipped statements
+// runs empty and is reported as data not captured. Skipped statements
 // count as done: no session waits for them.
 func TestFiltersAdminAndCopy(t *testing.T) {
 	c := testCapture()
@@ -365,7 +365,7 @@ func TestFiltersAdminAndCopy(t *testing.T) {
 		}
 	}
 	if noData != 1 {
-		t.Errorf("outcomes %+v, want the COPY as data not in the log", r.Outcomes)
+		t.Errorf("outcomes %+v, want the COPY as data not captured", r.Outcomes)
 	}
 	// --replay-admin sends it.
 	l = &log{}
@@ -381,5 +381,29 @@ func TestFiltersAdminAndCopy(t *testing.T) {
 	}
 	if _, err := ParseMatch("host=x"); err == nil {
 		t.Error("host= accepted")
+	}
+}
+
+// Statements skipped by design (administrative ones) count on neither
+// side: the session does not differ, the transactions match.
+func TestAdminSkippedCountsOnNeitherSide(t *testing.T) {
+	c := testCapture()
+	c.Texts = append(c.Texts, "SELECT pg_reload_conf()")
+	c.Sessions[1].Statements = append(c.Sessions[1].Statements, capture.Statement{Offset: 340 * time.Millisecond, Text: len(c.Texts) - 1})
+	l := &log{}
+	r, err := Run(context.Background(), Options{Capture: c, Speed: 0, Connect: connector(l, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's block failed in the capture (its SELECT) and commits in the
+	// replay; b commits on both sides, and its skipped statement counts on
+	// neither.
+	if r.Admin["SELECT pg_reload_conf()"] != 1 || r.CapturedTransactions != 1 || r.ReplayedTransactions != 2 {
+		t.Errorf("admin %v, transactions captured %d replayed %d", r.Admin, r.CapturedTransactions, r.ReplayedTransactions)
+	}
+	for _, d := range r.SessionDiffs {
+		if d.ID == "b" {
+			t.Errorf("session b differs: %+v", d)
+		}
 	}
 }

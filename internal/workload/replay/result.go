@@ -82,7 +82,7 @@ const (
 	Committed  = "committed"
 	// NoData: a statement whose data the log does not hold (COPY FROM
 	// STDIN, run empty; a fast-path call, skipped): its effect is missing.
-	NoData = "data not in the log"
+	NoData = "data not captured"
 )
 
 // kindRank orders outcomes: divergence first, the expected last.
@@ -135,7 +135,10 @@ type sessionCount struct {
 	txCapture, txReplay                                                     int64
 }
 
-func newRecorder(c *capture.Capture, fps []string, fpOf []int, keep []bool, literals bool) *recorder {
+// newRecorder counts the capture's side. why is, per text, why it is not
+// sent: statements left out by design (administrative, excluded by the
+// user) count on neither side.
+func newRecorder(c *capture.Capture, fps []string, fpOf []int, keep []bool, why []string, literals bool) *recorder {
 	r := &recorder{fpOf: fpOf, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
 		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}, repTx: make([]txState, len(c.Sessions)),
 		keep: keep}
@@ -159,6 +162,9 @@ func newRecorder(c *capture.Capture, fps []string, fpOf []int, keep []bool, lite
 			f.Calls++
 			if literals && f.Example == "" {
 				f.Example = text
+			}
+			if w := why[st.Text]; w == skipAdmin || w == skipExcluded {
+				continue
 			}
 			sc := &r.sessions[si]
 			kind := txKindOf(text)
@@ -323,7 +329,7 @@ func (r *recorder) outcome(kind, fp, want, got, msg string) {
 }
 
 // notSent records a statement that was not sent: skipped (with why), or
-// the data not in the log (a fast-path call); admin names what an
+// the data not captured (a fast-path call); admin names what an
 // administrative statement does.
 func (r *recorder) notSent(c *capture.Capture, s, i int, why string) {
 	st := &c.Sessions[s].Statements[i]
