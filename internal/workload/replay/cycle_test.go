@@ -284,3 +284,38 @@ func TestStallReportedAndStop(t *testing.T) {
 		t.Errorf("stalls %+v", r.Stalls)
 	}
 }
+
+// A cycle is found from the holder of a lock that one of its sessions
+// waits for, however the synchronisation waits run: here session 5
+// waits for a lock held by 3; 3 waits for synchronisation on a prefix of
+// the list that holds 4, and 4 on one that holds 5. Session 6 waits into
+// the cycle without being in it; 1 and 2 form another, broken apart.
+func TestFindCycle(t *testing.T) {
+	list := []int{2, 4, 5, 7}
+	waits := []waiting{{s: 3, on: list[:2]}, {s: 4, on: list[:3]}, {s: 6, on: list[:1]}}
+	locks := map[int][]int{5: {3}, 2: {1}, 7: {6}}
+	waitOf := make([]int, 10)
+	for i := range waitOf {
+		waitOf[i] = -1
+	}
+	for i, w := range waits {
+		waitOf[w.s] = i
+	}
+	path := findCycle(3, locks, waits, waitOf, list, make([]bool, 10))
+	if got, want := describe(path, 4), "session 4 waits for synchronisation on session 5, which waits for a lock on session 3, which waits for synchronisation on session 4"; got != want {
+		t.Errorf("cycle %q, want %q", got, want)
+	}
+	// 1 holds 2's lock, but 1 waits for nothing: no cycle. 6 holds 7's
+	// lock and waits for 2, who waits for 1: none either.
+	for _, h := range []int{1, 6} {
+		if path := findCycle(h, locks, waits, waitOf, list, make([]bool, 10)); path != nil {
+			t.Errorf("from %d: %+v", h, path)
+		}
+	}
+	// Released in this pass, 3 and 4 wait no more.
+	released := make([]bool, 10)
+	released[3], released[4] = true, true
+	if path := findCycle(3, locks, waits, waitOf, list, released); path != nil {
+		t.Errorf("a released wait still closed the cycle: %+v", path)
+	}
+}

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -151,9 +152,11 @@ func (m *monitor) run(ctx context.Context, done <-chan struct{}) {
 		case <-added:
 		case <-t.C:
 		}
-		next := checkEvery
-		if m.check(ctx, time.Now()) {
-			next = hotEvery
+		next, t0 := checkEvery, time.Now()
+		if m.check(ctx, t0) {
+			// As often as it takes, up to a fifth of a CPU: with hundreds
+			// of sessions waiting a look costs more.
+			next = min(max(hotEvery, 4*time.Since(t0)), checkEvery)
 		}
 		t.Stop()
 		select {
@@ -176,9 +179,9 @@ func (m *monitor) status() (waiting, stalled int, released int64) {
 // says whether a cycle may be forming (a session waits for the others
 // while a statement is at the server), to be looked at again soon.
 func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
-	var waits []waiting
+	nwaits, oldest := 0, time.Time{}
 	if m.p.sync != nil {
-		waits = m.p.sync.blocked()
+		nwaits, oldest = m.p.sync.waitCount()
 	}
 	flying := m.p.live.inFlight()
 	limit := m.p.o.StallTimeout
@@ -197,13 +200,20 @@ func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 	// for synchronisation while another's statement is slow at the
 	// server) or a statement stalled, whose report says what it waits for.
 	var blockers map[uint32][]uint32
-	if len(slow) > 0 && (len(waits) > 0 || stalled > 0) {
+	if len(slow) > 0 && (nwaits > 0 || stalled > 0) {
 		blockers = m.blockers(ctx, slow)
 	}
 	for _, f := range flying {
 		if d := now.Sub(f.since); d >= limit {
 			m.stall(now, f.s, f.i, d, "statement", m.holders(blockers[f.pid]))
 		}
+	}
+	// Who waits for whom is worked out only when it can matter: a lock
+	// wait among the replay's sessions, or a wait past the stall timeout.
+	locks := m.lockEdges(slow, blockers)
+	var waits []waiting
+	if nwaits > 0 && (len(locks) > 0 || now.Sub(oldest) >= limit) {
+		waits = m.p.sync.blocked()
 	}
 	for _, w := range waits {
 		if d := now.Sub(w.since); d >= limit {
@@ -212,12 +222,36 @@ func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 		}
 	}
 	m.mu.Lock()
-	m.waiting, m.stalledNow = len(waits), stalled
+	m.waiting, m.stalledNow = nwaits, stalled
 	m.mu.Unlock()
-	if len(waits) > 0 && blockers != nil {
-		m.breakCycles(now, waits, slow, blockers)
+	if len(waits) > 0 && len(locks) > 0 {
+		m.breakCycles(now, waits, locks)
 	}
-	return len(waits) > 0 && len(flying) > 0
+	return nwaits > 0 && len(flying) > 0
+}
+
+// lockEdges are the server's lock waits among the replay's sessions:
+// for each session whose statement waits for a lock, the sessions that
+// hold it.
+func (m *monitor) lockEdges(slow []inFlight, blockers map[uint32][]uint32) map[int][]int {
+	if len(blockers) == 0 {
+		return nil
+	}
+	session := map[uint32]int{}
+	for s, pid := range m.p.live.pids() {
+		if pid != 0 {
+			session[pid] = s
+		}
+	}
+	out := map[int][]int{}
+	for _, f := range slow {
+		for _, b := range blockers[f.pid] {
+			if s, ok := session[b]; ok && s != f.s {
+				out[f.s] = append(out[f.s], s)
+			}
+		}
+	}
+	return out
 }
 
 // holders says which backends hold the locks a statement waits for, and
@@ -273,81 +307,124 @@ func (m *monitor) blockers(ctx context.Context, slow []inFlight) map[uint32][]ui
 	return b
 }
 
-// breakCycles lets go the oldest synchronisation wait that is part of a
-// cycle: it waits for a session that waits, at the server, for a lock
-// held by it (directly or through other sessions' waits of either kind).
-func (m *monitor) breakCycles(now time.Time, old []waiting, slow []inFlight, blockers map[uint32][]uint32) {
-	session := map[uint32]int{}
-	for s, pid := range m.p.live.pids() {
-		if pid != 0 {
-			session[pid] = s
+// breakCycles lets go, in each cycle of waits, one synchronisation wait:
+// a session that waits for another session's commit which waits, at the
+// server, for a lock held by the first (directly or through other
+// sessions' waits of either kind). Synchronisation alone never waits in
+// a circle, so every cycle holds a lock wait a -> h, and is found by
+// searching from h for a way back to a. The search is linear in the
+// sessions however many wait: each waiter waits for a prefix of one list
+// of sessions (syncer.blocked), so the part of that list already taken
+// is not taken again.
+func (m *monitor) breakCycles(now time.Time, waits []waiting, locks map[int][]int) {
+	n := len(m.p.c.Sessions)
+	waitOf := make([]int, n) // index into waits, -1 for none
+	for i := range waitOf {
+		waitOf[i] = -1
+	}
+	for i, w := range waits {
+		waitOf[w.s] = i
+	}
+	// All waiters' lists are prefixes of the longest.
+	var list []int
+	for _, w := range waits {
+		if len(w.on) > len(list) {
+			list = w.on
 		}
 	}
-	// Edges: who waits for whom, with what.
-	edges := map[int][]edge{}
-	for _, w := range old {
-		for _, on := range w.on {
-			edges[w.s] = append(edges[w.s], edge{on, "synchronisation"})
+	released := make([]bool, n)
+	holders := make([]int, 0, len(locks))
+	for a := range locks {
+		holders = append(holders, locks[a]...)
+	}
+	slices.Sort(holders)
+	holders = slices.Compact(holders)
+	for _, h := range holders {
+		path := findCycle(h, locks, waits, waitOf, list, released)
+		if path == nil {
+			continue
 		}
-	}
-	for _, f := range slow {
-		for _, b := range blockers[f.pid] {
-			if s, ok := session[b]; ok {
-				edges[f.s] = append(edges[f.s], edge{s, "a lock"})
-			}
-		}
-	}
-	for _, w := range old { // oldest first
-		if path := cycleFrom(w.s, edges); path != "" {
-			if m.p.sync.release(w.s) {
-				m.mu.Lock()
-				m.release = append(m.release, Release{At: now.Sub(m.p.start), Session: w.s, Statement: w.i,
-					Waited: now.Sub(w.since), Cycle: path})
-				m.mu.Unlock()
-			}
-			return // one at a time: the others may resolve with it
-		}
-	}
-}
-
-type edge struct {
-	to   int
-	kind string
-}
-
-// cycleFrom finds a path of edges from start back to start and writes it
-// ("session 3 waits for synchronisation on session 5, which waits for a
-// lock held by session 3"); "" when there is none.
-func cycleFrom(start int, edges map[int][]edge) string {
-	type step struct {
-		at   int
-		path []edge
-	}
-	seen := map[int]bool{start: true}
-	queue := []step{{start, nil}}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, e := range edges[cur.at] {
-			path := append(append([]edge(nil), cur.path...), e)
-			if e.to == start {
-				s := fmt.Sprintf("session %d", start)
-				for i, pe := range path {
-					if i == 0 {
-						s += fmt.Sprintf(" waits for %s on session %d", pe.kind, pe.to)
-					} else {
-						s += fmt.Sprintf(", which waits for %s on session %d", pe.kind, pe.to)
-					}
+		// Let go the oldest synchronisation wait on the cycle.
+		var pick *waiting
+		for _, st := range path {
+			if st.kind == syncEdge {
+				if w := &waits[waitOf[st.from]]; pick == nil || w.since.Before(pick.since) {
+					pick = w
 				}
-				return s
 			}
-			if !seen[e.to] {
-				seen[e.to] = true
-				queue = append(queue, step{e.to, path})
+		}
+		if pick == nil || !m.p.sync.release(pick.s) {
+			continue
+		}
+		released[pick.s] = true
+		m.mu.Lock()
+		m.release = append(m.release, Release{At: now.Sub(m.p.start), Session: pick.s, Statement: pick.i,
+			Waited: now.Sub(pick.since), Cycle: describe(path, pick.s)})
+		m.mu.Unlock()
+	}
+}
+
+const (
+	syncEdge = "synchronisation"
+	lockEdge = "a lock"
+)
+
+// step is one wait on a cycle: from waits for to, by kind.
+type step struct {
+	from, to int
+	kind     string
+}
+
+// findCycle searches from h, breadth first, for a session a that waits
+// for a lock h holds, and returns the cycle h ... a -> h; nil when there
+// is none. Sessions already released in this pass are not waiting.
+func findCycle(h int, locks map[int][]int, waits []waiting, waitOf []int, list []int, released []bool) []step {
+	parent := map[int]step{h: {from: -1}}
+	queue := []int{h}
+	taken := 0 // of list, by the waiters expanded so far
+	closes := func(v int) bool { return slices.Contains(locks[v], h) }
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		if closes(v) {
+			path := []step{{v, h, lockEdge}}
+			for x := v; x != h; x = parent[x].from {
+				path = append(path, parent[x])
+			}
+			slices.Reverse(path)
+			return path
+		}
+		visit := func(to int, kind string) {
+			if _, seen := parent[to]; !seen {
+				parent[to] = step{v, to, kind}
+				queue = append(queue, to)
+			}
+		}
+		for _, to := range locks[v] {
+			visit(to, lockEdge)
+		}
+		if i := waitOf[v]; i >= 0 && !released[v] {
+			for ; taken < len(waits[i].on); taken++ {
+				visit(list[taken], syncEdge)
 			}
 		}
 	}
-	return ""
+	return nil
+}
+
+// describe writes a cycle from the released session round
+// ("session 3 waits for synchronisation on session 5, which waits for a
+// lock on session 3").
+func describe(path []step, from int) string {
+	k := slices.IndexFunc(path, func(st step) bool { return st.from == from })
+	s := fmt.Sprintf("session %d", from)
+	for i, st := range slices.Concat(path[k:], path[:k]) {
+		if i > 0 {
+			s += ", which"
+		}
+		s += fmt.Sprintf(" waits for %s on session %d", st.kind, st.to)
+	}
+	return s
 }
 
 func (l *liveState) pids() []uint32 {

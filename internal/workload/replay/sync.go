@@ -250,21 +250,46 @@ type waiting struct {
 	on    []int // sessions
 }
 
-// blocked lists the waiters and whom they wait for.
+// waitCount says how many sessions wait, and since when the oldest.
+func (y *syncer) waitCount() (int, time.Time) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	var oldest time.Time
+	for w := range y.waiters {
+		if oldest.IsZero() || w.since.Before(oldest) {
+			oldest = w.since
+		}
+	}
+	return len(y.waiters), oldest
+}
+
+// blocked lists the waiters and whom they wait for: the sessions that
+// own the incomplete events below each one's need. One pass over those
+// events serves every waiter: taken in order of need, each waits for the
+// sessions met so far.
 func (y *syncer) blocked() []waiting {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	var out []waiting
+	if len(y.waiters) == 0 {
+		return nil
+	}
+	ws := make([]*waiter, 0, len(y.waiters))
 	for w := range y.waiters {
-		seen := map[int]bool{}
-		var on []int
-		for k := y.prefix; k < w.need; k++ {
-			if !y.done[k] && !seen[y.owner[k].s] {
-				seen[y.owner[k].s] = true
-				on = append(on, y.owner[k].s)
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(a, b int) bool { return ws[a].need < ws[b].need })
+	seen := make([]bool, len(y.need))
+	var on []int
+	k := y.prefix
+	out := make([]waiting, 0, len(ws))
+	for _, w := range ws {
+		for ; k < w.need; k++ {
+			if s := y.owner[k].s; !y.done[k] && !seen[s] {
+				seen[s] = true
+				on = append(on, s)
 			}
 		}
-		out = append(out, waiting{s: w.s, i: w.i, since: w.since, on: on})
+		out = append(out, waiting{s: w.s, i: w.i, since: w.since, on: on[:len(on):len(on)]})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].since.Before(out[b].since) })
 	return out
