@@ -100,3 +100,25 @@ func TestExplainAndPairing(t *testing.T) {
 		}
 	}
 }
+
+// Rows alike column by column but paired otherwise, in a table with a
+// serial column's sequence, are explained by the order concurrent
+// inserts took its values; without a sequence they differ.
+func TestPairingBySequence(t *testing.T) {
+	tables := func(names ...string) []Table {
+		var out []Table
+		for _, n := range names {
+			out = append(out, Table{Name: n, Rows: 2, Checksum: "a", Columns: []Column{{Name: "id", Type: "bigint", Checksum: "x"}}})
+		}
+		return out
+	}
+	want := &Snapshot{Tables: tables("public.transfers", "public.plain"), Sequences: []Sequence{{Name: "public.transfers_id_seq", Value: 2, Called: true}}}
+	got := &Snapshot{Tables: tables("public.transfers", "public.plain"), Sequences: want.Sequences}
+	for i := range got.Tables {
+		got.Tables[i].Checksum = "b" // same columns, rows paired otherwise
+	}
+	c := Compare(want, got)
+	if c.Tables[0].Verdict != Explained || !strings.Contains(c.Tables[0].Cause, "public.transfers_id_seq") || c.Tables[1].Verdict != Differs {
+		t.Errorf("%+v", c.Tables)
+	}
+}
