@@ -134,15 +134,17 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 // server gives the row to b, b commits, then c gets it and commits.
 func queueCapture() *capture.Capture {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := func(at, dur, text int) capture.Statement {
-		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text}
+	// seq is each statement's line in the log: a's COMMIT and b's UPDATE
+	// end at the same millisecond, and the log wrote a's first.
+	st := func(at, dur, text int, seq int64) capture.Statement {
+		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text, Seq: seq}
 	}
 	return &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(200)),
 		Texts: []string{"BEGIN", "UPDATE r SET n = n + 1", "COMMIT"},
 		Sessions: []capture.Session{
-			{ID: "a", Application: "a", Start: 0, End: ms(200), Statements: []capture.Statement{st(0, 1, 0), st(10, 1, 1), st(100, 1, 2)}},
-			{ID: "b", Application: "b", Start: 0, End: ms(200), Statements: []capture.Statement{st(15, 1, 0), st(20, 81, 1), st(110, 1, 2)}},
-			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(16, 1, 0), st(25, 87, 1), st(120, 1, 2)}},
+			{ID: "a", Application: "a", Start: 0, End: ms(200), Statements: []capture.Statement{st(0, 1, 0, 1), st(10, 1, 1, 4), st(100, 1, 2, 5)}},
+			{ID: "b", Application: "b", Start: 0, End: ms(200), Statements: []capture.Statement{st(15, 1, 0, 2), st(20, 81, 1, 6), st(110, 1, 2, 7)}},
+			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(16, 1, 0, 3), st(25, 87, 1, 8), st(120, 1, 2, 9)}},
 		}}
 }
 
