@@ -335,6 +335,9 @@ func (p *play) session(ctx context.Context, i int) {
 			waited = w
 		}
 		issued := p.live.begin(i, next)
+		if p.sync != nil {
+			p.sync.issued(i, next)
+		}
 		text := p.c.Texts[st.Text]
 		types := p.o.Types[st.Text]
 		var tag string
