@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -20,7 +21,16 @@ type myReplayConn struct {
 	db *sql.DB
 	c  *sql.Conn
 	id uint32
+	// lastIS is when InnoDB's information_schema lock tables were last
+	// read (Blockers).
+	lastIS time.Time
 }
+
+// innodbCacheIdle is how long InnoDB's information_schema lock tables
+// must go unread before it refreshes them: it refreshes its cache only
+// when it was not read for 100 ms, so a reader that asks more often is
+// shown the same stale picture for ever.
+const innodbCacheIdle = 110 * time.Millisecond
 
 // connectMyReplay opens a replay connection as user to database (the
 // URL's when empty), with the URL's password. A connection of dbparity's
@@ -124,8 +134,19 @@ func (r *myReplayConn) PID() uint32 { return r.id }
 
 // Blockers reads InnoDB's lock waits: MariaDB's
 // information_schema.INNODB_LOCK_WAITS, else MySQL 8's
-// performance_schema.data_lock_waits.
+// performance_schema.data_lock_waits. The former is read at most every
+// innodbCacheIdle, so that InnoDB refreshes it between reads.
 func (r *myReplayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error) {
+	if wait := innodbCacheIdle - time.Since(r.lastIS); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	defer func() { r.lastIS = time.Now() }()
 	want := map[uint32]bool{}
 	for _, p := range pids {
 		want[p] = true

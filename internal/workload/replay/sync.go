@@ -162,6 +162,9 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	prefix := func(by endKey) int {
 		return sort.Search(len(ends), func(k int) bool { return !before(ends[k], by, bySeq) })
 	}
+	// Synchronisation alone never waits in a circle: a statement waits
+	// only for events placed before its own session's next event, so
+	// along any chain of waits the places fall.
 	for s, ss := range c.Sessions {
 		// next is the place of the session's own next event: a statement
 		// never waits for itself or for what its session does later.
