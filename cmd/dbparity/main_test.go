@@ -93,6 +93,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "missing.capture"}, "missing.capture"},
 		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--speed", "fast"}, "--speed"},
 		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--order", "random"}, "--order"},
+		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--order", "session", "--sync", "statement"}, "--order session means --sync none"},
+		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--sync", "fifo"}, "--sync"},
 		{[]string{"replay", "--target", "postgres://u@h/db", "--capture", "x", "--map-user", "nobody"}, "FROM=TO"},
 		{[]string{"capture"}, "name the log files"},
 		{[]string{"capture", "--from", "missing.log", "--out", "x.capture"}, "missing.log"},

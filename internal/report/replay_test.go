@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/result"
 )
 
@@ -56,6 +57,47 @@ func TestEndStateLine(t *testing.T) {
 	} {
 		if got := endStateLine(&c.rp); !strings.Contains(got, c.want) {
 			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}
+
+// Two replays compared read as replays: statements per second, not
+// transactions; each side's captured and replayed time, transactions per
+// second from the replayed transactions, and the divergence side by
+// side, the end state n/a where it was not verified.
+func TestCompareReplays(t *testing.T) {
+	a, fa := runs(t, "old", 3, 1)
+	b, fb := runs(t, "new", 3, 1)
+	for i, r := range append(a, b...) {
+		r.Workload.Name = "replay"
+		s := r.Summarize()
+		r.Replay = &result.Replay{CaptureSeconds: 20, ReplaySeconds: s.DurationS, ReplayedTransactions: int64(float64(s.Commits) / 10),
+			Outcomes: []result.ReplayOutcome{{Kind: "new error", Count: int64(i)}}}
+		if i >= 3 {
+			r.Replay.EndState = &result.EndState{Of: 4, Match: 3}
+		}
+	}
+	gs, err := compare.Groups(append(a, b...), append(fa, fb...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := CompareText(&out, NewComparison(gs)); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"throughput (statements/s)", "captured elapsed s", "replayed elapsed s", "statements/s",
+		"transactions/s", "divergence against the capture", "new errors", "end-state tables differing"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "throughput (tps)") {
+		t.Errorf("a replay's statements counted as transactions:\n%s", text)
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "end-state tables differing") && !strings.Contains(l, "n/a") {
+			t.Errorf("the unverified side's end state is not n/a: %q", l)
 		}
 	}
 }

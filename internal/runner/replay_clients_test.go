@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,9 @@ func record(t *testing.T, setup, client func(inst *managed.Instance), settings .
 	t.Helper()
 	ctx := context.Background()
 	base := managedTarget(t)
-	start := func(dir string, more ...string) *managed.Instance { return startCluster(t, dir, append(more, settings...)...) }
+	start := func(dir string, more ...string) *managed.Instance {
+		return startCluster(t, dir, append(more, settings...)...)
+	}
 	inst := start(base.PGData)
 	setup(inst)
 	inst.Stop()
@@ -108,7 +111,7 @@ func TestReplayPgbenchVerified(t *testing.T) {
 	pgbench := pgTool(t, "pgbench")
 	for _, c := range []struct {
 		name, mode, clients string
-		speeds             []float64
+		speeds              []float64
 	}{
 		{"extended", "extended", "4", []float64{1, 0}},
 		{"prepared", "prepared", "4", []float64{1}},
@@ -214,4 +217,31 @@ func TestReplayPsycopg(t *testing.T) {
 	}
 	t.Logf("psycopg: %s; capture %.2f s, replay at speed 1 %.2f s; typed %+v; outcomes %+v",
 		es.Summary, rec.captureS, rp.ReplaySeconds, *rp.Typing, rp.Outcomes)
+}
+
+// A replay whose end state differs from the expected one beyond the
+// causes it names is a check that failed (exit 3), and its report says
+// so in the headline; the result is written.
+func TestReplayEndStateDiffers(t *testing.T) {
+	psql := pgTool(t, "psql")
+	rec := record(t, func(inst *managed.Instance) { execSQL(t, Target{URL: inst.URL()}, "CREATE TABLE t(v int)") },
+		func(inst *managed.Instance) { client(t, inst, psql, "-c", "INSERT INTO t VALUES (1)") })
+	// The platform under test does not start from the capture's state.
+	inst := startCluster(t, rec.start)
+	execSQL(t, Target{URL: inst.URL()}, "INSERT INTO t VALUES (2)")
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "replay.json")
+	var out bytesBuffer
+	err := Replay(ctx, ReplayOptions{Common: Common{Target: Target{URL: inst.URL()}, Stdout: &out, Stderr: &out},
+		Capture: rec.capture, Speed: 0, Label: "replay", Out: path, Verify: rec.end, Collect: CollectOptions{Off: true}})
+	if !errors.Is(err, ErrEndStateDiffers) || !strings.Contains(err.Error(), "public.t: 2 rows, want 1") {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	r, rerr := result.Read(path)
+	if rerr != nil || !r.Replay.EndStateDiffers() {
+		t.Fatalf("result: %v %+v", rerr, r.Replay.EndState)
+	}
+	if !strings.Contains(out.String(), "END STATE    DIFFERS: 0 of 1 tables match") {
+		t.Errorf("the headline does not say the end state differs:\n%s", out.String())
+	}
 }
