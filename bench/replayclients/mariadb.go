@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// sysbenchMariaDB: sysbench oltp_read_write on a managed MariaDB, captured
+// from the general query log. The starting state is a copy of the
+// prepared tables in database sbstart; each replay runs on database
+// sbreplay, made anew from sbstart, with --map-db sbtest=sbreplay.
+func (b *bench) sysbenchMariaDB(name string) *row {
+	sysbench, err := program("sysbench")
+	if err != nil {
+		return skip(name, err.Error())
+	}
+	if _, err := program("mariadbd"); err != nil {
+		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil {
+			return skip(name, "no MariaDB server (mariadbd)")
+		}
+	}
+	r := &row{statements: -1}
+	dir, err := b.clientDir(name)
+	if err != nil {
+		r.failed = err.Error()
+		return r
+	}
+	logf("starting mariadb")
+	inst, err := managed.StartMariaDB(b.ctx, managed.Options{DataDir: filepath.Join(dir, "mariadb")})
+	if err != nil {
+		r.failed = firstLine(err.Error())
+		logf("%s: %v", name, err)
+		return r
+	}
+	defer inst.Stop()
+	m, err := newMy(inst)
+	if err != nil {
+		r.failed = err.Error()
+		return r
+	}
+	defer m.db.Close()
+
+	recs, err := b.captureMariaDB(dir, m, sysbench, r)
+	if err != nil {
+		r.failed = firstLine(err.Error())
+		logf("%s: recording failed: %v", name, err)
+		return r
+	}
+	// The general log is written as statements arrive, the slow log as
+	// they end: one row each, the same run.
+	for k, rec := range recs {
+		rr := r
+		if k > 0 {
+			rr = &row{client: name + " (slow log)"}
+			r.extra = append(r.extra, rr)
+		} else {
+			r.client = name + " (general log)"
+		}
+		rr.statements, rr.captureS = rec.statements, rec.captureS
+		for _, speed := range []string{"1", "max"} {
+			if b.ctx.Err() != nil {
+				break
+			}
+			if err := m.copyDB("sbstart", "sbreplay"); err != nil {
+				rr.replays = append(rr.replays, &replayRow{speed: speed, failed: firstLine(err.Error())})
+				continue
+			}
+			rr.replays = append(rr.replays, b.replay(rec, speed, m.url("sbreplay"), "--map-db", "sbtest=sbreplay"))
+		}
+	}
+	return r
+}
+
+func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*recording, error) {
+	ctx := b.ctx
+	logFile := filepath.Join(dir, "client.log")
+	sb := func(limit time.Duration, more ...string) error {
+		return b.command(limit, logFile, dir, nil, sysbench, append([]string{"oltp_read_write", "--db-driver=mysql",
+			"--mysql-socket=" + m.socket, "--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=10000",
+			"--rand-seed=7"}, more...)...)
+	}
+	logf("setup")
+	if err := m.exec(ctx, "DROP DATABASE IF EXISTS sbtest", "CREATE DATABASE sbtest"); err != nil {
+		return nil, err
+	}
+	if err := sb(10*time.Minute, "prepare"); err != nil {
+		return nil, err
+	}
+	if err := m.copyDB("sbtest", "sbstart"); err != nil {
+		return nil, err
+	}
+	var dataDir string
+	if err := m.db.QueryRowContext(ctx, "SELECT @@datadir").Scan(&dataDir); err != nil {
+		return nil, err
+	}
+	general, slow := filepath.Join(dataDir, "general.log"), filepath.Join(dataDir, "slow.log")
+	os.Remove(general)
+	os.Remove(slow)
+	logf("running sysbench with the general and slow logs on")
+	if err := m.exec(ctx, "SET GLOBAL general_log_file = '"+general+"', GLOBAL slow_query_log_file = '"+slow+"', GLOBAL log_output = 'FILE', "+
+		"GLOBAL long_query_time = 0, GLOBAL general_log = ON, GLOBAL slow_query_log = ON"); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := sb(b.clientLimit(b.o.duration), "--threads=4", "--time="+seconds(b.o.duration), "--report-interval=0", "run"); err != nil {
+		logf("client: %v", err)
+		r.notes = append(r.notes, "client: "+firstLine(err.Error()))
+	}
+	logf("client ran %s", time.Since(t0).Round(100*time.Millisecond))
+	if err := m.exec(context.WithoutCancel(ctx), "SET GLOBAL general_log = OFF, GLOBAL slow_query_log = OFF"); err != nil {
+		return nil, err
+	}
+	rec := &recording{dir: dir, end: filepath.Join(dir, "end.snap"), capture: filepath.Join(dir, "client.capture")}
+	if err := b.command(10*time.Minute, filepath.Join(dir, "snapshot.log"), dir, nil, b.bin,
+		"snapshot", "--target", m.url("sbtest"), "--out", rec.end, "--force"); err != nil {
+		return nil, err
+	}
+	if err := b.captureLogs(rec, []string{general}); err != nil {
+		return nil, err
+	}
+	recSlow := &recording{dir: dir, end: rec.end, capture: filepath.Join(dir, "slow.capture")}
+	if err := b.captureLogs(recSlow, []string{slow}); err != nil {
+		return nil, err
+	}
+	return []*recording{rec, recSlow}, nil
+}
+
+// my is a connection pool to a managed MariaDB as root.
+type my struct {
+	inst   *managed.Instance
+	socket string
+	db     *sql.DB
+}
+
+func newMy(inst *managed.Instance) (*my, error) {
+	u, err := url.Parse(inst.URL())
+	if err != nil {
+		return nil, err
+	}
+	m := &my{inst: inst, socket: u.Query().Get("socket")}
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr = inst.User, "unix", m.socket
+	if m.db, err = sql.Open("mysql", c.FormatDSN()); err != nil {
+		return nil, err
+	}
+	m.db.SetMaxOpenConns(1) // one session: the statements that follow see each other's effects
+	return m, nil
+}
+
+// url is the dbparity URL of database db.
+func (m *my) url(db string) string {
+	u, _ := url.Parse(m.inst.URL())
+	u.Path = "/" + db
+	return u.String()
+}
+
+func (m *my) exec(ctx context.Context, stmts ...string) error {
+	for _, s := range stmts {
+		if _, err := m.db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// copyDB makes database to a copy of from's tables: rows and the next
+// AUTO_INCREMENT value.
+func (m *my) copyDB(from, to string) error {
+	ctx := context.Background()
+	if err := m.exec(ctx, "DROP DATABASE IF EXISTS "+to, "CREATE DATABASE "+to); err != nil {
+		return err
+	}
+	rows, err := m.db.QueryContext(ctx, "SELECT TABLE_NAME, COALESCE(AUTO_INCREMENT, 0) FROM information_schema.TABLES"+
+		" WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME", from)
+	if err != nil {
+		return err
+	}
+	type table struct {
+		name string
+		next int64
+	}
+	var tables []table
+	for rows.Next() {
+		var t table
+		if err := rows.Scan(&t.name, &t.next); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	q := func(db, t string) string { return "`" + db + "`.`" + strings.ReplaceAll(t, "`", "``") + "`" }
+	for _, t := range tables {
+		stmts := []string{"CREATE TABLE " + q(to, t.name) + " LIKE " + q(from, t.name),
+			"INSERT INTO " + q(to, t.name) + " SELECT * FROM " + q(from, t.name)}
+		if t.next > 0 {
+			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", q(to, t.name), t.next))
+		}
+		if err := m.exec(ctx, stmts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
