@@ -371,7 +371,7 @@ func causes(c *capture.Capture, keep func(*capture.Session) bool) map[string]sna
 // verify compares the target with the expected end state; why names the
 // causes the capture knows of tables that may differ.
 func verify(ctx context.Context, t *opened, want *snapshot.Snapshot, why map[string]snapshot.Cause) (*result.EndState, error) {
-	c, err := t.Connect(ctx)
+	c, err := t.ConnectCollector(ctx, snapshotApp)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,9 @@ func Snapshot(ctx context.Context, o SnapshotOptions) error {
 	if t.Dialect == target.SQLite {
 		return usage("snapshot reads PostgreSQL, MySQL or MariaDB (a replay's target); %s is %s", t.URL, t.Dialect)
 	}
-	c, err := t.Connect(ctx)
+	// A connection of dbparity's own: a capture of the server's log
+	// leaves it out.
+	c, err := t.ConnectCollector(ctx, snapshotApp)
 	if err != nil {
 		return err
 	}
@@ -53,3 +55,6 @@ func Snapshot(ctx context.Context, o SnapshotOptions) error {
 		s.Database, len(s.Tables), rows, len(s.Sequences), o.Out)
 	return nil
 }
+
+// snapshotApp names the connections that read a database's state.
+const snapshotApp = "dbparity-snapshot"

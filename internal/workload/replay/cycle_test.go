@@ -213,12 +213,12 @@ func TestSyncCommitCycleBrokenAtOnce(t *testing.T) {
 		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text}
 	}
 	// a's UPDATE (10, waited until 100) and b's COMMIT (99-100) end at
-	// the same millisecond; b's UPDATE was due after a's.
+	// the same millisecond; b's UPDATE was due 30 ms after a's.
 	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(300)),
 		Texts: []string{"BEGIN", "UPDATE r SET n = n + 1", "SELECT n FROM r", "COMMIT"},
 		Sessions: []capture.Session{
 			{ID: "a", Application: "a", Start: 0, End: ms(300), Statements: []capture.Statement{st(0, 1, 0), st(10, 90, 1), st(150, 1, 2), st(200, 1, 3)}},
-			{ID: "b", Application: "b", Start: 0, End: ms(300), Statements: []capture.Statement{st(2, 1, 0), st(12, 1, 1), st(99, 1, 3)}},
+			{ID: "b", Application: "b", Start: 0, End: ms(300), Statements: []capture.Statement{st(2, 1, 0), st(40, 1, 1), st(99, 1, 3)}},
 		}}
 	srv := newLockServer()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -45,8 +45,6 @@ type syncer struct {
 	pos      [][]int // per session, per statement: its place in end order, -1 when no one waits for it
 	// owner of each place in end order: session and statement.
 	owner []stmtRef
-	// Events is how many statements others may wait for.
-	events int
 
 	mu         sync.Mutex
 	done, sent []bool
@@ -150,7 +148,6 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	for k, r := range all {
 		y.pos[r.s][r.i], ends[k], y.owner[k] = k, r.end, stmtRef{r.s, r.i}
 	}
-	y.events = len(all)
 	// latest[k] is the latest time among the first k+1 events.
 	latest := make([]time.Duration, len(all))
 	for k, e := range ends {
@@ -321,7 +318,7 @@ func (y *syncer) waitCount() (int, time.Time) {
 }
 
 // blocked lists the waiters and whom they wait for: the sessions that
-// own the incomplete events below each one's need. One pass over those
+// own the incomplete events below each one's needSent. One pass over those
 // events serves every waiter: taken in order of need, each waits for the
 // sessions met so far.
 func (y *syncer) blocked() []waiting {
