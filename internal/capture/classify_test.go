@@ -104,5 +104,8 @@ func TestWrittenTableAndVolatile(t *testing.T) {
 		if got := Volatile(text); got != want {
 			t.Errorf("Volatile(%q) = %q, want %q", text, got, want)
 		}
+		if got := Volatile(text); got != "" && Clock(got) != (got == "current_timestamp") {
+			t.Errorf("Clock(%q) = %v", got, Clock(got))
+		}
 	}
 }
