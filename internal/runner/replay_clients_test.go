@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/snapshot"
 	"github.com/dbparity/dbparity/internal/target"
@@ -243,5 +244,18 @@ func TestReplayEndStateDiffers(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "END STATE    DIFFERS: 0 of 1 tables match") {
 		t.Errorf("the headline does not say the end state differs:\n%s", out.String())
+	}
+}
+
+// The causes a capture knows of: a COPY's missing rows, values drawn at
+// random; not the clock's, which the comparison of date and time columns
+// sets apart, and not tables only read.
+func TestEndStateCauses(t *testing.T) {
+	c := &capture.Capture{Texts: []string{"COPY events (a) FROM STDIN", "UPDATE public.t SET v = random() WHERE id = $1",
+		"INSERT INTO h VALUES ($1, now())", "SELECT random() FROM r"},
+		Sessions: []capture.Session{{Statements: []capture.Statement{{Text: 0}, {Text: 1}, {Text: 2}, {Text: 3}}}}}
+	got := causes(c, nil)
+	if len(got) != 2 || !got["events"].Rows || got["public.t"].Rows || !strings.Contains(got["public.t"].Why, "random()") {
+		t.Errorf("causes %+v", got)
 	}
 }
