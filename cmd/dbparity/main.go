@@ -331,7 +331,8 @@ func runOptions(args []string) (runner.RunOptions, error) {
 	runFlags(fs, &o)
 	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-TIME.json)")
-	fs.IntVar(&o.Repeat, "repeat", 1, "run N times (loading at most once), writing OUT-1.json ... OUT-N.json")
+	o.Repeat = 1
+	fs.Var(count{&o.Repeat}, "repeat", "run N times (loading at most once), writing OUT-1.json ... OUT-N.json (default 1)")
 	var part, startAt string
 	pt := runner.Part{}
 	fs.StringVar(&part, "part", "", "run the `I/N`-th share of the sessions (I from 0) of a run split over N driver processes; dbparity merge combines their results")
@@ -376,7 +377,7 @@ func dbHostFlags(fs *flag.FlagSet, o *runner.CollectOptions) {
 
 // runFlags binds the flags that shape a run, shared by run and ab.
 func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
-	fs.IntVar(&o.Users, "users", 0, "sessions, one connection and one goroutine each (default 4; slob: schemas × threads-per-schema)")
+	fs.Var(count{&o.Users}, "users", "sessions, one connection and one goroutine each (default 4; slob: schemas × threads-per-schema)")
 	fs.DurationVar(&o.Duration, "duration", 60*time.Second, "length of the measured window")
 	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "warm-up before the measured window, not measured")
 	fs.BoolVar(&o.Force, "force", false, "replace result files that exist")
@@ -384,14 +385,15 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
 	o.Collect.Interval, o.Collect.WaitInterval = time.Second, 100*time.Millisecond
-	fs.Var(positive{&o.Collect.Interval}, "interval", "collectors: read database and OS counters every `duration` (above 0)")
-	fs.Var(positive{&o.Collect.WaitInterval}, "wait-interval", "collectors: sample session states every `duration` (above 0)")
+	fs.Var(positive{&o.Collect.Interval, 100 * time.Millisecond}, "interval", "collectors: read database and OS counters every `duration` (at least 100ms)")
+	fs.Var(positive{&o.Collect.WaitInterval, 10 * time.Millisecond}, "wait-interval", "collectors: sample session states every `duration` (at least 10ms)")
 	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
 	dbHostFlags(fs, &o.Collect)
 	o.StatementTimeout, o.AbortAfter = 30*time.Second, 10*time.Second
-	fs.Var(positive{&o.StatementTimeout}, "statement-timeout", "give up on any statement or connection attempt the server has not answered for this `duration` (sessions and collectors; above 0)")
-	fs.Var(positive{&o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")
-	fs.IntVar(&o.SeriesPoints, "series-points", metrics.DefaultSeriesPoints, "points kept of each series in the result; a longer run merges adjacent points and keeps every point in OUT.series.gz")
+	fs.Var(positive{d: &o.StatementTimeout}, "statement-timeout", "give up on any statement or connection attempt the server has not answered for this `duration` (sessions and collectors; above 0)")
+	fs.Var(positive{d: &o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")
+	o.SeriesPoints = metrics.DefaultSeriesPoints
+	fs.Var(count{&o.SeriesPoints}, "series-points", fmt.Sprintf("points kept of each series in the result; a longer run merges adjacent points and keeps every point in OUT.series.gz (default %d)", metrics.DefaultSeriesPoints))
 	o.MaxErrorPct = fs.Float64("max-error-pct", result.DefaultMaxErrorPct, "mark the run failed (exit 1) when more than this percentage of the measured window's transactions failed")
 	fs.Float64Var(&o.Rate, "rate", 0, "open loop: start this many transactions per second in all (served by whichever session is free); latency counts from each one's intended start, and a run that cannot keep up says so (default: none, each session runs back to back)")
 	fs.StringVar(&o.Arrival, "arrival", "", "with --rate: uniform (evenly spaced, the default) or poisson (random gaps, mean 1/rate)")
@@ -400,7 +402,10 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 // positive is a duration flag that refuses 0 and negative values: an
 // interval of 0 means nothing (the library reads 0 as its default, so the
 // command line must refuse it rather than pass it on).
-type positive struct{ d *time.Duration }
+type positive struct {
+	d   *time.Duration
+	min time.Duration // the least that makes sense; 0: anything above 0
+}
 
 func (p positive) String() string {
 	if p.d == nil {
@@ -416,8 +421,33 @@ func (p positive) Set(s string) error {
 		return errors.New("not a duration (for example 1s or 250ms)")
 	case d <= 0:
 		return errors.New("must be above 0 (for example 1s or 250ms)")
+	case d < p.min:
+		return fmt.Errorf("must be at least %s: a collector reads the server and the host each time", p.min)
 	}
 	*p.d = d
+	return nil
+}
+
+// count is an int flag that refuses 0 and negative values: a run of no
+// users or no repetitions is a mistake, not a default.
+type count struct{ n *int }
+
+func (c count) String() string {
+	if c.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*c.n)
+}
+
+func (c count) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("not a whole number")
+	case n < 1:
+		return errors.New("must be at least 1")
+	}
+	*c.n = n
 	return nil
 }
 
@@ -525,7 +555,8 @@ func cmdSweep(ctx context.Context, args []string) error {
 	over := fs.String("over", "", "the parameter and its steps: users=4,8,16 (or users=1..64, doublings), rate=100,200,400, warehouses=1,2,4, cpus=1,2 (a managed server's CPUs)")
 	label := fs.String("label", "", "the platform's name, with one target (default the host name)")
 	until := fs.String("until-cpu", "", "stop after the first step at which the database server's CPU reached this utilisation, for example 85% (users= or rate= sweeps)")
-	fs.IntVar(&o.Repeat, "repeat", 1, "runs of each side at each step (with two sides: interleaved rounds; 3 give an interval)")
+	o.Repeat = 1
+	fs.Var(count{&o.Repeat}, "repeat", "runs of each side at each step (with two sides: interleaved rounds; 3 give an interval) (default 1)")
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-PARAM=VALUE-REPETITION.json (default dbparity-data/results/sweep)")
 	if err := c.parse(fs, args); err != nil {
 		return err

@@ -68,7 +68,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--target", "host=/tmp user=u password=hunter2 dbname=d port=99999999"}, "invalid port"},
 		{[]string{"run", "--target=host=/tmp user=u password='hunter2"}, "no closing quote"},
 		{[]string{"load", "--warehouses", "0"}, "--warehouses"},
-		{[]string{"run", "--users", "-1"}, "--users"},
+		{[]string{"run", "--users", "-1"}, "flag -users: must be at least 1"},
 		{[]string{"run", "--managed", "postgres", "--target", "sqlite://a.db", "--target", "sqlite://b.db"}, "--managed starts one server"},
 		{[]string{"ab", "--target", "sqlite://a.db", "--target", "sqlite://b.db"}, "ab takes one --target"},
 		{[]string{"run", "--workload", "slob", "--think-time", "5"}, "--think-time"},
@@ -854,8 +854,10 @@ func TestCompareHTMLTarget(t *testing.T) {
 	}
 }
 
-// An interval of 0 or less means nothing: run and ab refuse it, naming
-// the flag, before touching any database.
+// An interval of 0 or less means nothing, and one shorter than the
+// collectors can read makes them read back to back; no users, no
+// repetitions and no series points are mistakes: run, ab and sweep
+// refuse each, naming the flag, before touching any database.
 func TestIntervalFlagsRefused(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -869,6 +871,14 @@ func TestIntervalFlagsRefused(t *testing.T) {
 		{[]string{"run", "--interval", "soon"}, `flag -interval: not a duration`},
 		{[]string{"ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--interval", "0"}, `flag -interval: must be above 0`},
 		{[]string{"ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--wait-interval", "-1s"}, `flag -wait-interval: must be above 0`},
+		{[]string{"run", "--interval", "1ns"}, `flag -interval: must be at least 100ms`},
+		{[]string{"run", "--wait-interval", "1ms"}, `flag -wait-interval: must be at least 10ms`},
+		{[]string{"run", "--users", "0"}, `flag -users: must be at least 1`},
+		{[]string{"run", "--users", "-3"}, `flag -users: must be at least 1`},
+		{[]string{"run", "--repeat", "0"}, `flag -repeat: must be at least 1`},
+		{[]string{"run", "--series-points", "0"}, `flag -series-points: must be at least 1`},
+		{[]string{"sweep", "--over", "users=1..2", "--repeat", "0"}, `flag -repeat: must be at least 1`},
+		{[]string{"ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--users", "0"}, `flag -users: must be at least 1`},
 	} {
 		code, _, stderr := dbparity(t, dir, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
