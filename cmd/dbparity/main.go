@@ -686,6 +686,9 @@ func cmdCompare(_ context.Context, args []string) error {
 		return runner.UsageError{Err: fmt.Errorf("--at-cpu %g: a utilisation between 0 and 100%%", *atCPU)}
 	}
 	if *htmlOut != "" {
+		if err := notAnInput("--html", *htmlOut, files...); err != nil {
+			return err
+		}
 		if err := checkHTML(*htmlOut, *force); err != nil {
 			return err
 		}
@@ -810,7 +813,32 @@ func cmdRecover(_ context.Context, args []string) error {
 		return runner.UsageError{Err: errors.New("name one journal (usage: dbparity recover [--out FILE] FILE.journal)")}
 	}
 	o.Journal = files[0]
+	if err := notAnInput("--out", o.Out, files...); err != nil {
+		return err
+	}
 	return runner.Recover(o)
+}
+
+// notAnInput refuses an output that is one of the command's inputs
+// (the same path, or the same file by another name): --force replaces
+// an output, never what the command reads.
+func notAnInput(flagName, out string, inputs ...string) error {
+	if out == "" {
+		return nil
+	}
+	outInfo, outErr := os.Stat(out)
+	outAbs, _ := filepath.Abs(out)
+	for _, in := range inputs {
+		inAbs, _ := filepath.Abs(in)
+		same := outAbs == inAbs
+		if inInfo, err := os.Stat(in); err == nil && outErr == nil {
+			same = same || os.SameFile(inInfo, outInfo)
+		}
+		if same {
+			return runner.UsageError{Err: fmt.Errorf("%s %s is one of the files this command reads: choose another file (--force never replaces an input)", flagName, out)}
+		}
+	}
+	return nil
 }
 
 // parseOwn parses a command's own flags, which may follow its files;

@@ -27,6 +27,9 @@ func cmdMerge(ctx context.Context, args []string) error {
 		return err
 	}
 	o.Files = files
+	if err := notAnInput("--out", o.Out, files...); err != nil {
+		return err
+	}
 	return runner.Merge(ctx, o)
 }
 
@@ -40,6 +43,9 @@ func cmdHlog(_ context.Context, args []string) error {
 	}
 	if len(files) != 1 {
 		return runner.UsageError{Err: errors.New("name one result file (usage: dbparity hlog [--out FILE.hlog] RESULT.json)")}
+	}
+	if err := notAnInput("--out", *out, files...); err != nil {
+		return err
 	}
 	r, err := result.Read(files[0])
 	if err != nil {

@@ -53,6 +53,9 @@ func cmdCapture(_ context.Context, args []string) error {
 	case *out == "":
 		return runner.UsageError{Err: errors.New("--out CAPTURE is required")}
 	}
+	if err := notAnInput("--out", *out, files...); err != nil {
+		return err
+	}
 	if _, err := os.Stat(*out); err == nil && !*force {
 		return runner.UsageError{Err: fmt.Errorf("%s exists: choose another --out, or add --force to replace it", *out)}
 	}
@@ -235,6 +238,9 @@ func cmdReplay(ctx context.Context, args []string) error {
 	}
 	o.Common = c.opts
 	o.Command = append([]string{"dbparity", "replay"}, args...)
+	if err := notAnInput("--out", o.Out, o.Capture, o.Verify); err != nil {
+		return err
+	}
 	return runner.Replay(ctx, o)
 }
 
