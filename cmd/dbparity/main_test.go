@@ -942,3 +942,30 @@ func TestRunRefusesOtherLoad(t *testing.T) {
 		}
 	}
 }
+
+// A huge sparse file given as a result or a journal is refused at once,
+// exit 2, one line naming it: nothing reads it whole.
+func TestHugeInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"huge.json", "huge.json.journal"} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(3 << 30); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for _, args := range [][]string{{"show", "huge.json"}, {"compare", "huge.json", "huge.json"}, {"merge", "--out", "m.json", "huge.json"},
+		{"hlog", "huge.json"}, {"recover", "--out", "r.json", "huge.json.journal"}} {
+		start := time.Now()
+		code, _, stderr := dbparity(t, dir, args...)
+		if code != 2 || !strings.Contains(stderr, "huge.json") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%v: took %v", args, d)
+		}
+	}
+}

@@ -190,8 +190,12 @@ func ReadJournal(path string) (header *Run, entries []JournalEntry, cut bool, er
 		return nil, nil, false, fmt.Errorf("read %s: %w", path, unwrapPath(err))
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	br, err := openJSON(f, path, "journal", MaxJournalBytes)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	line := 0
 	var pending error
 	for sc.Scan() {

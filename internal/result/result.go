@@ -6,10 +6,11 @@
 package result
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -418,14 +419,52 @@ func CheckWritable(path string, overwrite bool) error {
 	return os.Remove(f.Name())
 }
 
+// MaxFileBytes bounds what Read takes: a result is a few MB by design
+// (its series are bounded). MaxJournalBytes bounds a journal, read line
+// by line (a day's run writes tens of MB).
+const (
+	MaxFileBytes    = 256 << 20
+	MaxJournalBytes = 2 << 30
+)
+
+// openJSON checks, before reading more, that f is no larger than limit
+// and that its first byte (after white space) opens a JSON object; what
+// names the kind of file in the error.
+func openJSON(f *os.File, path, what string, limit int64) (*bufio.Reader, error) {
+	if st, err := f.Stat(); err == nil && st.Size() > limit {
+		return nil, fmt.Errorf("%s is %d MiB: not a dbparity %s (those are at most a few MiB; refused above %d MiB)",
+			path, st.Size()>>20, what, limit>>20)
+	}
+	br := bufio.NewReader(io.LimitReader(f, limit+1))
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return nil, fmt.Errorf("%s is truncated (empty): not a dbparity %s", path, what)
+		}
+		if c == ' ' || c == '\n' || c == '\r' || c == '\t' {
+			continue
+		}
+		if c != '{' {
+			return nil, fmt.Errorf("%s is not a dbparity %s (it does not begin with a JSON object)", path, what)
+		}
+		br.UnreadByte()
+		return br, nil
+	}
+}
+
 // Read loads a result file.
 func Read(path string) (*Run, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, errors.Unwrap(err))
 	}
+	defer f.Close()
+	br, err := openJSON(f, path, "result file", MaxFileBytes)
+	if err != nil {
+		return nil, err
+	}
 	var r Run
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(br)
 	if err := dec.Decode(&r); err != nil {
 		return nil, decodeError(path, err)
 	}

@@ -161,3 +161,35 @@ func TestReadRefusesDamagedJSON(t *testing.T) {
 		})
 	}
 }
+
+// A huge file is refused by its size, and one that does not begin like
+// a result or a journal by its first byte, before either is read: a
+// sparse file of gigabytes costs nothing.
+func TestReadBounded(t *testing.T) {
+	dir := t.TempDir()
+	huge, zeros := filepath.Join(dir, "huge.json"), filepath.Join(dir, "zeros.json")
+	for p, size := range map[string]int64{huge: MaxFileBytes + 1, zeros: 100 << 20} {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for path, want := range map[string]string{huge: "refused above 256 MiB", zeros: "does not begin with a JSON object"} {
+		start := time.Now()
+		_, err := Read(path)
+		if err == nil || !strings.HasPrefix(err.Error(), path) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read: %v, want %q", err, want)
+		}
+		_, _, _, err = ReadJournal(path)
+		if path == zeros && (err == nil || !strings.Contains(err.Error(), "not a dbparity journal")) {
+			t.Errorf("ReadJournal: %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s refused after %v: it was read", path, d)
+		}
+	}
+}
