@@ -279,6 +279,7 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 		return runner.UsageError{Err: errors.New("--managed starts one server: give several --target URLs, or one --managed")}
 	}
 	c.opts.Stdout, c.opts.Stderr = os.Stdout, os.Stderr
+	warnPasswordArgs(os.Stderr, os.Args[1:])
 	c.opts.TTY = term.IsTerminal(int(os.Stderr.Fd()))
 	c.opts.Target.Progress = os.Stderr
 	if c.opts.Workload != nil {
@@ -817,6 +818,16 @@ func cmdRecover(_ context.Context, args []string) error {
 		return err
 	}
 	return runner.Recover(o)
+}
+
+// warnPasswordArgs warns once when a password is on the command line:
+// the results never hold it, but other users of the host see it (ps)
+// while the command runs.
+func warnPasswordArgs(w io.Writer, args []string) {
+	if strings.Join(runner.RedactArgs(args), "\x00") != strings.Join(args, "\x00") {
+		fmt.Fprintln(w, "dbparity: warning: a password on the command line is visible to other users of this host (ps) while dbparity runs: "+
+			"give it in PGPASSWORD or ~/.pgpass (PostgreSQL), MYSQL_PWD (MySQL, MariaDB) instead")
+	}
 }
 
 // notAnInput refuses an output that is one of the command's inputs

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,6 +116,12 @@ func TestUsageErrors(t *testing.T) {
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", tc.args, code, stderr)
 		}
+		// A password on the command line gets its warning, on a line of
+		// its own before any error.
+		if strings.Contains(strings.Join(tc.args, " "), "hunter2") != strings.Contains(stderr, "dbparity: warning: a password on the command line") {
+			t.Errorf("%v: the password warning %s", tc.args, map[bool]string{true: "is missing", false: "is out of place"}[strings.Contains(strings.Join(tc.args, " "), "hunter2")])
+		}
+		stderr = strings.Join(slices.DeleteFunc(strings.Split(stderr, "\n"), func(l string) bool { return strings.HasPrefix(l, "dbparity: warning:") }), "\n")
 		if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines != 0 {
 			t.Errorf("%v: %d lines of error, want one: %q", tc.args, lines+1, stderr)
 		}

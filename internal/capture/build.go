@@ -42,6 +42,7 @@ const (
 	reasonOther        = "other messages (checkpoints, autovacuum, startup, warnings...)"
 	reasonProcess      = "messages of processes other than client backends"
 	reasonReplication  = "replication connections"
+	reasonSecret       = "passwords in statements (CREATE/ALTER ROLE or USER ... PASSWORD, IDENTIFIED BY, SET PASSWORD): masked, replayed as captured but for the password"
 	reasonOwn          = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
 	reasonFailedLogin  = "connections never authorized (failed logins)"
 	reasonFatal        = "fatal errors without a statement (failed logins, timeouts)"
@@ -92,6 +93,10 @@ func (b *builder) skip(effect SkipEffect, reason, where string) {
 }
 
 func (b *builder) intern(text string) int {
+	if masked := MaskSecrets(text); masked != text {
+		text = masked
+		b.skip(Flagged, reasonSecret, "(a statement setting a password)")
+	}
 	if i, ok := b.texts[text]; ok {
 		return i
 	}
@@ -481,7 +486,7 @@ func (b *builder) setParams(st *stmt, pl paramList, text, at string) {
 func (b *builder) failure(e *entry) {
 	s := b.session(e, false)
 	failed := &Error{SQLState: e.state, Message: e.message}
-	if st := s.openStmt; st != nil && (e.statement == "" || e.statement == b.textList[st.text]) {
+	if st := s.openStmt; st != nil && (e.statement == "" || MaskSecrets(e.statement) == b.textList[st.text]) {
 		st.err, st.seq = failed, b.line
 		s.openStmt = nil
 		return

@@ -323,3 +323,17 @@ func Volatile(text string) string {
 	}
 	return ""
 }
+
+// secretLiteral finds a password given as a literal: PostgreSQL's
+// PASSWORD 'x' (CREATE/ALTER ROLE or USER), MySQL's IDENTIFIED BY 'x',
+// SET PASSWORD = 'x' and PASSWORD('x').
+var secretLiteral = regexp.MustCompile(`(?i)(\bPASSWORD\s*(?:=\s*|\(\s*)?|\bIDENTIFIED\s+(?:WITH\s+\S+\s+)?BY\s+)('(?:[^']|'')*'|"(?:[^"]|"")*")`)
+
+// MaskSecrets replaces the passwords a statement gives as literals with
+// 'xxxxx', so that no capture file holds one.
+func MaskSecrets(text string) string {
+	if !strings.Contains(strings.ToUpper(text), "PASSWORD") && !strings.Contains(strings.ToUpper(text), "IDENTIFIED") {
+		return text
+	}
+	return secretLiteral.ReplaceAllString(text, "${1}'xxxxx'")
+}

@@ -109,3 +109,21 @@ func TestWrittenTableAndVolatile(t *testing.T) {
 		}
 	}
 }
+
+func TestMaskSecrets(t *testing.T) {
+	for text, want := range map[string]string{
+		"ALTER ROLE app PASSWORD 'hunter2'":                          "ALTER ROLE app PASSWORD 'xxxxx'",
+		"CREATE USER u WITH LOGIN PASSWORD 'it''s secret' VALID":     "CREATE USER u WITH LOGIN PASSWORD 'xxxxx' VALID",
+		"create role r password 'p'":                                 "create role r password 'xxxxx'",
+		"CREATE USER 'u'@'%' IDENTIFIED BY 'hunter2'":                "CREATE USER 'u'@'%' IDENTIFIED BY 'xxxxx'",
+		"ALTER USER u IDENTIFIED WITH mysql_native_password BY 'pw'": "ALTER USER u IDENTIFIED WITH mysql_native_password BY 'xxxxx'",
+		"SET PASSWORD = 'pw'":                                        "SET PASSWORD = 'xxxxx'",
+		"SET PASSWORD FOR u = PASSWORD('pw')":                        "SET PASSWORD FOR u = PASSWORD('xxxxx')",
+		"SELECT password FROM users WHERE id = 1":                    "SELECT password FROM users WHERE id = 1",
+		"UPDATE t SET v = 1":                                         "UPDATE t SET v = 1",
+	} {
+		if got := MaskSecrets(text); got != want {
+			t.Errorf("MaskSecrets(%q) = %q, want %q", text, got, want)
+		}
+	}
+}

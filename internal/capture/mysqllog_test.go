@@ -2,6 +2,7 @@ package capture
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,6 +154,28 @@ func TestOwnSessionsLeftOut(t *testing.T) {
 		}
 		if c, _ := Parse([]string{path}, Options{KeepOwn: true}); len(c.Sessions) != 2 {
 			t.Errorf("%s: KeepOwn kept %d sessions", name, len(c.Sessions))
+		}
+	}
+}
+
+// A password set in a statement never reaches the capture file.
+func TestCapturedPasswordsMasked(t *testing.T) {
+	pg := "2026-11-23 10:26:56.561 UTC [5694] 6b0414f0.163e 00000 user=u db=d app=[unknown] LOG:  connection authorized: user=u database=d application_name=psql\n" +
+		"2026-11-23 10:26:56.562 UTC [5694] 6b0414f0.163e 00000 user=u db=d app=psql LOG:  duration: 0.100 ms  statement: ALTER ROLE app PASSWORD 'hunter2'\n"
+	my := "261124 10:00:00\t    6 Connect\troot@localhost on bench using Socket\n" +
+		"\t\t    6 Query\tCREATE USER 'app'@'%' IDENTIFIED BY 'hunter2'\n"
+	for name, text := range map[string]string{"postgresql.log": pg, "general.log": my} {
+		c, err := Parse([]string{writeLog(t, name, text)}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "c.capture")
+		if err := Write(out, c); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := exec.Command("sh", "-c", "zcat "+out).Output()
+		if len(raw) == 0 || strings.Contains(string(raw), "hunter2") || !strings.Contains(string(raw), "'xxxxx'") || !hasSkip(c, reasonSecret, 1) {
+			t.Errorf("%s: capture file %s", name, raw)
 		}
 	}
 }

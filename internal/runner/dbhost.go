@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
+	"github.com/dbparity/dbparity/internal/collect/nodeexp"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
 	"github.com/dbparity/dbparity/internal/target"
 )
@@ -28,7 +29,7 @@ func (o CollectOptions) validateDBHost() error {
 		return usage("--db-host %q: use one of %s", o.DBHost, strings.Join(DBHostModes, ", "))
 	}
 	if o.DBHostMetrics != "" && !strings.HasPrefix(o.DBHostMetrics, "http://") && !strings.HasPrefix(o.DBHostMetrics, "https://") {
-		return usage("--db-host-metrics %q: give the node_exporter's URL, for example http://dbhost:9100/metrics", o.DBHostMetrics)
+		return usage("--db-host-metrics %q: give the node_exporter's URL, for example http://dbhost:9100/metrics", nodeexp.Redact(o.DBHostMetrics))
 	}
 	return nil
 }

@@ -426,4 +426,13 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "noproc.json")); err == nil {
 		t.Error("the refused replay wrote a result")
 	}
+	// The password from MYSQL_PWD, as the mysql client takes it, when the
+	// URL has none: nothing on the command line.
+	v.User = url.User("noproc")
+	t.Setenv("MYSQL_PWD", "pw")
+	var n int
+	queryRow(t, Target{URL: v.String()}, "SELECT count(*) FROM sbreplay.sbtest1", &n)
+	if n == 0 {
+		t.Error("connected with MYSQL_PWD, read no rows")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"log"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -65,6 +66,11 @@ func openMySQL(raw string) (*Target, error) {
 	}
 	cfg.User = u.User.Username()
 	cfg.Passwd, _ = u.User.Password()
+	if _, given := u.User.Password(); !given {
+		// As the mysql client does: the password from the environment,
+		// where ps does not show it.
+		cfg.Passwd = os.Getenv("MYSQL_PWD")
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}

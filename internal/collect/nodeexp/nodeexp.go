@@ -30,6 +30,7 @@ const maxBody = 16 << 20
 // Scraper reads one node_exporter.
 type Scraper struct {
 	url    string
+	shown  string // url with its password masked, for messages
 	client *http.Client
 }
 
@@ -38,12 +39,12 @@ type Scraper struct {
 func New(raw string, client *http.Client) (*Scraper, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%q is not a node_exporter URL: give http://HOST:9100/metrics", raw)
+		return nil, fmt.Errorf("%q is not a node_exporter URL: give http://HOST:9100/metrics", Redact(raw))
 	}
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Scraper{url: raw, client: client}, nil
+	return &Scraper{url: raw, shown: u.Redacted(), client: client}, nil
 }
 
 // families is one scrape, by metric name.
@@ -53,26 +54,40 @@ type families map[string]*dto.MetricFamily
 func (s *Scraper) scrape(ctx context.Context) (families, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.url, err)
+		return nil, fmt.Errorf("%s: %w", s.shown, err)
 	}
 	req.Header.Set("Accept", "text/plain; version=0.0.4")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", s.url, unwrapURL(err))
+		return nil, fmt.Errorf("scrape %s: %w", s.shown, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %s", s.url, resp.Status)
+		return nil, fmt.Errorf("scrape %s: HTTP %s", s.shown, resp.Status)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: not the Prometheus text format: %w", s.url, err)
+		return nil, fmt.Errorf("scrape %s: not the Prometheus text format: %w", s.shown, err)
 	}
 	if _, ok := fams["node_cpu_seconds_total"]; !ok {
-		return nil, fmt.Errorf("scrape %s: no node_cpu_seconds_total: is this a node_exporter?", s.url)
+		return nil, fmt.Errorf("scrape %s: no node_cpu_seconds_total: is this a node_exporter?", s.shown)
 	}
 	return fams, nil
+}
+
+// Redact masks the password of a node_exporter URL (http://user:pw@host)
+// for messages and files; a URL that does not parse is shown up to its
+// host's start only, in case it held one.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.Index(raw, "@"); i >= 0 {
+			return "(a URL with credentials)" + raw[i:]
+		}
+		return raw
+	}
+	return u.Redacted()
 }
 
 // unwrapURL drops url.Error's repetition of the method and URL.

@@ -146,3 +146,29 @@ func TestScrapeErrors(t *testing.T) {
 		t.Errorf("a URL without scheme: %v", err)
 	}
 }
+
+// A URL's password reaches the exporter (basic auth) and no message:
+// every error shows it masked.
+func TestPasswordNotShown(t *testing.T) {
+	var user, pass string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ = r.BasicAuth()
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	raw := strings.Replace(srv.URL, "http://", "http://watch:hunter2@", 1) + "/metrics"
+	s, err := New(raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Read(context.Background())
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "watch:xxxxx@") {
+		t.Errorf("error %v", err)
+	}
+	if user != "watch" || pass != "hunter2" {
+		t.Errorf("the exporter got %q:%q", user, pass)
+	}
+	if _, err := New("ftp://watch:hunter2@host/metrics", nil); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("bad URL error %v", err)
+	}
+}
