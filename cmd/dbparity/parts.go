@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/atomicfile"
@@ -71,6 +72,7 @@ func cmdK8s(_ context.Context, args []string) error {
 	fs.StringVar(&o.RunID, "run-id", "", "the run's name in the barrier table (default NAME-TIME: a new one each time the manifest is written)")
 	fs.DurationVar(&o.MergeWait, "merge-wait", time.Hour, "how long the merge step waits for the parts' results")
 	fs.DurationVar(&o.Hold, "hold", time.Hour, "how long the merge step stays up afterwards so that kubectl cp can copy the results")
+	fs.StringVar(&o.Secret, "secret", "", "a Secret whose key password the parts read as PGPASSWORD and MYSQL_PWD (the manifest holds no credential)")
 	usageLine := "dbparity k8s --parts N --image IMAGE --claim PVC [--name NAME] -- RUN FLAGS (the target, workload, --users, --duration, --label ...)"
 	var runArgs []string
 	for i, a := range args {
@@ -79,7 +81,7 @@ func cmdK8s(_ context.Context, args []string) error {
 			break
 		}
 	}
-	files, err := parseOwn(fs, args, usageLine, "name", "namespace", "image", "parts", "claim", "run-id", "merge-wait", "hold")
+	files, err := parseOwn(fs, args, usageLine, "name", "namespace", "image", "parts", "claim", "run-id", "merge-wait", "hold", "secret")
 	if err != nil {
 		return err
 	}
@@ -90,6 +92,10 @@ func cmdK8s(_ context.Context, args []string) error {
 		o.RunID = o.Name + "-" + time.Now().UTC().Format("20060102-150405")
 	}
 	o.RunArgs = runArgs
+	if strings.Join(runner.RedactArgs(runArgs), "\x00") != strings.Join(runArgs, "\x00") {
+		return runner.UsageError{Err: errors.New("the parts' flags hold a password, which the manifest would show: put it in a Secret " +
+			"(kubectl create secret generic NAME --from-literal=password=PW), give --secret NAME, and the target without it")}
+	}
 	if err := o.Validate(); err != nil {
 		return runner.UsageError{Err: err}
 	}

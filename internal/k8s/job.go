@@ -30,12 +30,18 @@ type Options struct {
 	// MergeWait bounds how long the merge step waits for the parts'
 	// results; Hold is how long it then stays up so they can be copied.
 	MergeWait, Hold time.Duration
+	// Secret names a Kubernetes Secret whose key "password" the parts
+	// read as PGPASSWORD and MYSQL_PWD: the manifest holds no credential.
+	Secret string
 }
 
 // Mount is where the results volume is mounted in the pods.
 const Mount = "/results"
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
 
 // Validate checks what Kubernetes would refuse, and what would make the
 // parts disagree.
@@ -53,6 +59,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--claim %q: name the PersistentVolumeClaim the results go to", o.Claim)
 	case o.RunID == "":
 		return fmt.Errorf("--run-id is empty")
+	case o.Secret != "" && !dnsSubdomain.MatchString(o.Secret):
+		return fmt.Errorf("--secret %q: name a Secret (lower-case letters, digits, '-' and '.')", o.Secret)
 	}
 	for _, a := range o.RunArgs {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -139,7 +147,7 @@ spec:
         - name: JOB_COMPLETION_INDEX
           valueFrom:
             fieldRef:
-              fieldPath: metadata.annotations['batch.kubernetes.io/job-completion-index']
+              fieldPath: metadata.annotations['batch.kubernetes.io/job-completion-index']%[13]s
         volumeMounts:
         - name: results
           mountPath: %[11]s
@@ -177,8 +185,21 @@ spec:
         persistentVolumeClaim:
           claimName: %[8]s
 `, o.RunID, o.Parts, o.Name, dir, ns, quote(o.Image), flow(args), o.Claim, nsFlag, fmt.Sprintf("%ds", int(o.MergeWait.Seconds())),
-		Mount, flow([]string{merge}))
+		Mount, flow([]string{merge}), secretEnv(o.Secret))
 	return []byte(b.String()), nil
+}
+
+// secretEnv is the parts' environment from the Secret: the password of
+// PostgreSQL and MySQL targets, which read it there.
+func secretEnv(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, name := range []string{"PGPASSWORD", "MYSQL_PWD"} {
+		fmt.Fprintf(&b, "\n        - name: %s\n          valueFrom:\n            secretKeyRef:\n              name: %s\n              key: password", name, quote(secret))
+	}
+	return b.String()
 }
 
 // quote is s as a YAML double-quoted scalar (JSON's string syntax is

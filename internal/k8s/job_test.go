@@ -37,7 +37,7 @@ func docs(t *testing.T, manifest []byte) []*unstructured.Unstructured {
 func TestManifestValidates(t *testing.T) {
 	o := Options{Name: "oe-study", Namespace: "bench", Image: "registry.example/dbparity:0.2", Parts: 3, Claim: "results",
 		RunID: "oe-study-1", RunArgs: []string{"--target", "postgres://bench@db.example:5432/oe", "--users", "96", "--duration", "10m", "--label", "vm"},
-		MergeWait: 30 * time.Minute}
+		MergeWait: 30 * time.Minute, Secret: "oe-db"}
 	m, err := Manifest(o)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +67,13 @@ func TestManifestValidates(t *testing.T) {
 	}
 	if c.Env[0].Name != "JOB_COMPLETION_INDEX" || s.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "results" {
 		t.Errorf("part env %+v, volumes %+v", c.Env, s.Template.Spec.Volumes)
+	}
+	// The password comes from the Secret, for either engine.
+	for i, name := range []string{"PGPASSWORD", "MYSQL_PWD"} {
+		if e := c.Env[1+i]; e.Name != name || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+			e.ValueFrom.SecretKeyRef.Name != "oe-db" || e.ValueFrom.SecretKeyRef.Key != "password" {
+			t.Errorf("part env %+v: want %s from Secret oe-db", c.Env, name)
+		}
 	}
 	mc := merge.Spec.Template.Spec.Containers[0]
 	if merge.Name != "oe-study-merge" || !strings.Contains(mc.Args[0], "dbparity merge --wait 30m0s --out /results/oe-study/run.json /results/oe-study/part-0.json /results/oe-study/part-1.json /results/oe-study/part-2.json") {
