@@ -105,8 +105,6 @@ func Comparable(gs []Group, loadParams []string) error {
 				return fmt.Errorf("%s is part %d of %d of a split run: it ran a share of the sessions; dbparity merge its parts first (or pass --force)", g.Files[i], r.Part.Index, r.Part.Of)
 			case r.Merged != nil && len(r.Merged.Forced) > 0:
 				return fmt.Errorf("%s was merged with --force (%s): leave it out, or pass --force", g.Files[i], r.Merged.Forced[0])
-			case r.Driver.Bound:
-				return fmt.Errorf("%s was driver-bound (%s): its throughput may be the driver's limit, not the platform's; give the driver more CPU (or another host), or pass --force", g.Files[i], r.Driver.BoundReason)
 			case r.Workload.Name != ref.Workload.Name:
 				return fmt.Errorf("%s runs %s, %s runs %s: not comparable (pass --force to compare anyway)", g.Files[i], r.Workload.Name, gs[0].Files[0], ref.Workload.Name)
 			case (r.Target.Dialect == "mysql") != (ref.Target.Dialect == "mysql"):
@@ -245,11 +243,28 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 		}
 		if v.Primary {
 			v.resolutionNote()
+			v.Notes = append(boundNotes(a, b), v.Notes...)
 		}
 		vs = append(vs, v)
 	}
 	Decide(vs)
 	return vs
+}
+
+// boundNotes says which runs were driver-bound: their throughput may be
+// the driver's limit, so a verdict on it is not a platform figure. compare
+// and ab give the verdict and say so beside it, the same way.
+func boundNotes(gs ...Group) []string {
+	var notes []string
+	for _, g := range gs {
+		for i, r := range g.Runs {
+			if r.Driver.Bound {
+				notes = append(notes, fmt.Sprintf("NOT A PLATFORM FIGURE: %s was driver-bound (%s): its throughput may be the driver's limit; give the driver more CPU or another host",
+					g.Files[i], r.Driver.BoundReason))
+			}
+		}
+	}
+	return notes
 }
 
 // WithinThroughput is a run's own noise in its throughput: the variance

@@ -89,8 +89,15 @@ func TestDriverBoundFlagged(t *testing.T) {
 	if !strings.Contains(out.String(), "DRIVER-BOUND") {
 		t.Errorf("show does not flag it:\n%s", out.String())
 	}
-	g := []compare.Group{{Label: "bound", Runs: []*result.Run{r}, Files: []string{path}}}
-	if err := compare.Comparable(g, nil); err == nil || !strings.Contains(err.Error(), "driver-bound") {
-		t.Errorf("compare accepts a driver-bound run: %v", err)
+	// compare and ab give the verdict, marked beside it as no platform
+	// figure, with the reason: one policy for both.
+	g := []compare.Group{{Label: "bound", Runs: []*result.Run{r, r}, Files: []string{path, path}},
+		{Label: "other", Runs: []*result.Run{r, r}, Files: []string{"b1.json", "b2.json"}}}
+	if err := compare.Comparable(g, nil); err != nil {
+		t.Errorf("compare refuses a driver-bound run: %v", err)
+	}
+	vs := compare.Verdicts(g[0], g[1], compare.Metrics(r))
+	if len(vs) == 0 || !vs[0].Primary || len(vs[0].Notes) == 0 || !strings.HasPrefix(vs[0].Notes[0], "NOT A PLATFORM FIGURE: "+path+" was driver-bound") {
+		t.Errorf("the throughput verdict does not say it is no platform figure: %+v", vs)
 	}
 }
