@@ -155,7 +155,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}}
 	fs.StringVar(&o.Capture, "capture", "", "the capture file (made by dbparity capture)")
 	speed := fs.String("speed", "1", "pace: 1 as captured, 2 twice as fast, 0.5 half; max: as fast as possible, order kept")
-	fs.StringVar(&o.Sync, "sync", replay.SyncCommit, "commit: a statement waits for the other sessions' commits that completed before it started in the capture (a writer: before it ended); statement: for every statement of another session that ended before it started (strictest; capture is its earlier name); none: sessions keep their own order and pace only")
+	fs.StringVar(&o.Sync, "sync", replay.SyncCommit, "commit: a statement waits for the other sessions' commits the capture shows before it: it goes once those that ended before it started are complete, and those logged before it ended sent (the server orders the rest); statement: for every statement of another session that ended before it started (strictest; capture is its earlier name); none: sessions keep their own order and pace only")
 	order := fs.String("order", "", "replaced by --sync: session is --sync none, global is --sync statement")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "report a statement that runs, or a session that waits for the others, longer than this (on the progress line and in the result)")
 	fs.Var(mapping(o.MapUser), "map-user", "replay a captured user as another: FROM=TO (repeatable)")
