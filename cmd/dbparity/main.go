@@ -120,6 +120,9 @@ func realMain(args []string) int {
 	defer profileCPU()()
 	err := cmd.run(ctx, args[1:])
 	if err == nil || errors.Is(err, flag.ErrHelp) {
+		if err == nil {
+			warnPasswordArgs(os.Stderr, args[1:])
+		}
 		return exitOK
 	}
 	fmt.Fprintf(os.Stderr, "dbparity %s: %s\n", cmd.name, oneLine(err))
@@ -279,7 +282,6 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 		return runner.UsageError{Err: errors.New("--managed starts one server: give several --target URLs, or one --managed")}
 	}
 	c.opts.Stdout, c.opts.Stderr = os.Stdout, os.Stderr
-	warnPasswordArgs(os.Stderr, os.Args[1:])
 	c.opts.TTY = term.IsTerminal(int(os.Stderr.Fd()))
 	c.opts.Target.Progress = os.Stderr
 	if c.opts.Workload != nil {
@@ -820,12 +822,12 @@ func cmdRecover(_ context.Context, args []string) error {
 	return runner.Recover(o)
 }
 
-// warnPasswordArgs warns once when a password is on the command line:
-// the results never hold it, but other users of the host see it (ps)
-// while the command runs.
+// warnPasswordArgs warns once, when a command that had a password on its
+// command line has done its work (an error stays one line): the results
+// never hold it, but other users of the host saw it (ps) while it ran.
 func warnPasswordArgs(w io.Writer, args []string) {
 	if strings.Join(runner.RedactArgs(args), "\x00") != strings.Join(args, "\x00") {
-		fmt.Fprintln(w, "dbparity: warning: a password on the command line is visible to other users of this host (ps) while dbparity runs: "+
+		fmt.Fprintln(w, "dbparity: warning: the password on the command line was visible to other users of this host (ps) while dbparity ran: "+
 			"give it in PGPASSWORD or ~/.pgpass (PostgreSQL), MYSQL_PWD (MySQL, MariaDB) instead")
 	}
 }
