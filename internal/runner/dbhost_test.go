@@ -139,6 +139,21 @@ func TestDatabaseHostSources(t *testing.T) {
 			t.Errorf("an unseen database host must not borrow this host's figures: os %v, source %q, driver_os %v",
 				r.OS != nil, r.Disclosure.HostSource, r.DriverOS != nil)
 		}
+		// Membership of pg_read_server_files alone is not enough (PostgreSQL
+		// revokes the functions from PUBLIC): the warning names the rest,
+		// and a role granted exactly what it names reads the host.
+		execSQL(t, tg, `GRANT pg_read_server_files TO bench`)
+		r = run(t, bench, CollectOptions{DBHost: "sql"})
+		want := "GRANT EXECUTE ON FUNCTION pg_read_file(text, bigint, bigint, boolean) TO bench; GRANT EXECUTE ON FUNCTION pg_ls_dir(text, boolean, boolean) TO bench"
+		if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, want) }) || r.OS != nil {
+			t.Errorf("with pg_read_server_files alone: warnings %q, os %v", r.Warnings, r.OS != nil)
+		}
+		execSQL(t, tg, `GRANT EXECUTE ON FUNCTION pg_read_file(text, bigint, bigint, boolean) TO bench`)
+		execSQL(t, tg, `GRANT EXECUTE ON FUNCTION pg_ls_dir(text, boolean, boolean) TO bench`)
+		r = run(t, bench, CollectOptions{DBHost: "sql"})
+		if r.OS == nil || r.Disclosure.HostSource != "sql" || slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "GRANT") }) {
+			t.Errorf("with the documented grants: os %v, source %q, warnings %q", r.OS != nil, r.Disclosure.HostSource, r.Warnings)
+		}
 	})
 }
 

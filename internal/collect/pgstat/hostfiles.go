@@ -12,23 +12,47 @@ import (
 )
 
 // HostAccess tells whether the connection's role may read the server
-// host's files with pg_read_file: a superuser, or a member of
-// pg_read_server_files. When it may not, warning is one line naming the
-// GRANT that would let it.
+// host's files with pg_read_file and list them with pg_ls_dir: a
+// superuser, or a member of pg_read_server_files (for paths outside the
+// data directory) that may also execute both functions (revoked from
+// PUBLIC: membership alone is "permission denied for function
+// pg_read_file"). When it may not, warning is one line naming the GRANTs
+// it lacks.
 func HostAccess(ctx context.Context, c target.Conn) (ok bool, warning string, err error) {
 	var role string
+	var super, member, readFile, lsDir bool
 	err = c.QueryRow(ctx, `SELECT current_user::text,
-		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)
-		OR pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')`).Scan(&role, &ok)
+		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false),
+		pg_has_role(current_user, 'pg_read_server_files', 'MEMBER'),
+		has_function_privilege(current_user, '`+readFileFn+`', 'EXECUTE'),
+		has_function_privilege(current_user, '`+lsDirFn+`', 'EXECUTE')`).Scan(&role, &super, &member, &readFile, &lsDir)
 	if err != nil {
 		return false, "", fmt.Errorf("check the role's privileges: %w", err)
 	}
+	ok = super || (member && readFile && lsDir)
 	if !ok {
-		warning = fmt.Sprintf("the database host's OS figures, DB CPU and disclosure need its /proc and /sys: as a superuser run GRANT pg_read_server_files TO %s; or give --db-host-metrics http://DBHOST:9100/metrics (node_exporter)",
-			quoteRole(role))
+		r := quoteRole(role)
+		var grants []string
+		if !member {
+			grants = append(grants, "GRANT pg_read_server_files TO "+r)
+		}
+		if !readFile {
+			grants = append(grants, "GRANT EXECUTE ON FUNCTION "+readFileFn+" TO "+r)
+		}
+		if !lsDir {
+			grants = append(grants, "GRANT EXECUTE ON FUNCTION "+lsDirFn+" TO "+r)
+		}
+		warning = fmt.Sprintf("the database host's OS figures, DB CPU and disclosure need its /proc and /sys: as a superuser run %s; or give --db-host-metrics http://DBHOST:9100/metrics (node_exporter)",
+			strings.Join(grants, "; "))
 	}
 	return ok, warning, nil
 }
+
+// The functions the host's files are read with, as GRANT names them.
+const (
+	readFileFn = "pg_read_file(text, bigint, bigint, boolean)"
+	lsDirFn    = "pg_ls_dir(text, boolean, boolean)"
+)
 
 // quoteRole writes a role name as SQL takes it: bare when it is a plain
 // lower-case name, else double-quoted.
