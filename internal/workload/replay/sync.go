@@ -86,14 +86,14 @@ func before(a, b endKey, bySeq bool) bool {
 // commitPoints marks, per session, the statements that committed in the
 // capture: a COMMIT (or END) of a block that had not failed, a COMMIT
 // PREPARED, and a successful autocommit statement that may have written.
-func commitPoints(c *capture.Capture) [][]bool {
+func commitPoints(c *capture.Capture, t texts) [][]bool {
 	out := make([][]bool, len(c.Sessions))
 	for s, ss := range c.Sessions {
 		out[s] = make([]bool, len(ss.Statements))
 		var tx txState
 		for i, st := range ss.Statements {
 			text := c.Texts[st.Text]
-			kind := txKindOf(text)
+			kind := t.kind[st.Text]
 			inBlock, blockFailed := tx.inBlock, tx.failed
 			committed, _ := tx.step(kind, st.Error != nil, "")
 			switch {
@@ -103,13 +103,28 @@ func commitPoints(c *capture.Capture) [][]bool {
 				// (MySQL's autocommit=0) did: counted, to be safe.
 				out[s][i] = !inBlock || !blockFailed
 			case kind == txOther && committed:
-				out[s][i] = capture.Writes(text)
+				out[s][i] = t.writes[st.Text]
 			case kind == txOther && commitPrepared(text):
 				out[s][i] = true
 			}
 		}
 	}
 	return out
+}
+
+// texts is what synchronisation reads of each capture text, once per
+// text: a capture repeats a few texts a million times.
+type texts struct {
+	kind   []int  // txKindOf
+	writes []bool // capture.Writes
+}
+
+func classify(c *capture.Capture) texts {
+	t := texts{kind: make([]int, len(c.Texts)), writes: make([]bool, len(c.Texts))}
+	for i, text := range c.Texts {
+		t.kind[i], t.writes[i] = txKindOf(text), capture.Writes(text)
+	}
+	return t
 }
 
 func commitPrepared(text string) bool {
@@ -123,11 +138,12 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 		s, i int
 	}
 	var points [][]bool
+	classes := classify(c)
 	// Commit order follows the log's order where the capture has it;
 	// statement order keeps its times.
 	bySeq := mode == SyncCommit
 	if mode == SyncCommit {
-		points = commitPoints(c)
+		points = commitPoints(c, classes)
 	}
 	var all []ref
 	y := &syncer{need: make([][]int, len(c.Sessions)), needSent: make([][]int, len(c.Sessions)),
@@ -184,7 +200,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 			// each other's rows commit in any order, as the server's
 			// group commit lets them.
 			k := i
-			for k > 0 && txKindOf(c.Texts[ss.Statements[k].Text]) == txCommit {
+			for k > 0 && classes.kind[ss.Statements[k].Text] == txCommit {
 				k--
 			}
 			st = ss.Statements[k]
@@ -193,7 +209,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 			// logged before the session's previous statement ended, or
 			// earlier by the clock by more than its step.
 			sent := prefix(endKey{st.Offset + st.Duration, st.Seq})
-			if bySeq && k == i && capture.Writes(c.Texts[st.Text]) {
+			if bySeq && k == i && classes.writes[st.Text] {
 				// A writer that waited for a lock ends right after the
 				// commit that freed it, and its line may reach the log
 				// first (the committer, descheduled, writes its own a
