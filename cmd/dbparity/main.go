@@ -239,6 +239,8 @@ func targetFlags(name string) (*flag.FlagSet, *common) {
 	fs.StringVar(&t.MyConf, "my-conf", "", "managed mariadb: option file ([mysqld] lines)")
 	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
 	fs.StringVar(&t.MyPreset, "my-preset", "", "managed mariadb: named settings, overridden by --my-conf and --my-set: small-cache (16 MB InnoDB buffer pool, SLOB's method)")
+	t.Timeout = 30 * time.Second
+	fs.Var(positive{d: &t.Timeout}, "statement-timeout", "give up on any connection attempt, and in run, ab and sweep on any statement (sessions and collectors), the server has not answered for this `duration` (above 0)")
 	return fs, c
 }
 
@@ -365,6 +367,7 @@ func runOptions(args []string) (runner.RunOptions, error) {
 		o.Part = p
 	}
 	o.Common = c.opts
+	o.StatementTimeout = c.opts.Target.Timeout
 	o.Command = append([]string{"dbparity", "run"}, args...)
 	if len(c.targets) > 1 {
 		o.Targets = c.eachTarget()
@@ -392,8 +395,7 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.Var(positive{&o.Collect.WaitInterval, 10 * time.Millisecond}, "wait-interval", "collectors: sample session states every `duration` (at least 10ms)")
 	fs.IntVar(&o.Collect.DBPID, "db-pid", 0, "collectors: PID of the database server's main process when it runs on this host, for DB CPU (managed: automatic)")
 	dbHostFlags(fs, &o.Collect)
-	o.StatementTimeout, o.AbortAfter = 30*time.Second, 10*time.Second
-	fs.Var(positive{d: &o.StatementTimeout}, "statement-timeout", "give up on any statement or connection attempt the server has not answered for this `duration` (sessions and collectors; above 0)")
+	o.AbortAfter = 10 * time.Second
 	fs.Var(positive{d: &o.AbortAfter}, "abort-after", "abort the run, failed, when no transaction has committed for this `duration` while transactions fail (above 0)")
 	o.SeriesPoints = metrics.DefaultSeriesPoints
 	fs.Var(count{&o.SeriesPoints}, "series-points", fmt.Sprintf("points kept of each series in the result; a longer run merges adjacent points and keeps every point in OUT.series.gz (default %d)", metrics.DefaultSeriesPoints))
@@ -512,6 +514,7 @@ func cmdAB(ctx context.Context, args []string) error {
 		return runner.UsageError{Err: errors.New("ab takes one --target (or --a and --b)")}
 	}
 	o.Common = c.opts
+	o.StatementTimeout = c.opts.Target.Timeout
 	o.Command = append([]string{"dbparity", "ab"}, args...)
 	o.LabelA, o.LabelB = sf.labelA, sf.labelB
 	if o.A, o.B, err = sf.sides(c.opts.Target); err != nil {
@@ -581,6 +584,7 @@ func cmdSweep(ctx context.Context, args []string) error {
 		o.UntilCPU = v
 	}
 	o.Common = c.opts
+	o.StatementTimeout = c.opts.Target.Timeout
 	o.Command = append([]string{"dbparity", "sweep"}, args...)
 	if sf.given() {
 		if *label != "" {

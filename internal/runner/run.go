@@ -217,6 +217,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		// same database twice.
 		o.Collect.Off = o.Collect.Off || o.Part.Index != 0
 	}
+	// The statement timeout bounds the connection attempts too.
+	o.Target.Timeout = cmp.Or(o.Target.Timeout, o.Faults.withDefaults().StatementTimeout)
+	for i := range o.Targets {
+		o.Targets[i].Timeout = cmp.Or(o.Targets[i].Timeout, o.Target.Timeout)
+	}
 	if len(o.Targets) > 1 {
 		return runMulti(ctx, o, outs)
 	}

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/target/managed"
@@ -67,6 +68,18 @@ type Target struct {
 	MySet                 []string
 	MyPreset              string // --my-preset: as --pg-preset
 	Progress              io.Writer
+	// Timeout is --statement-timeout: it bounds every connection attempt
+	// of every command (0: 30s), so that a server frozen before a command
+	// starts ends the command instead of hanging it.
+	Timeout time.Duration
+}
+
+// connectTimeout is t.Timeout or its default.
+func (t Target) connectTimeout() time.Duration {
+	if t.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return t.Timeout
 }
 
 // Common are the options every command shares.
@@ -112,6 +125,7 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		if err != nil {
 			return nil, UsageError{err}
 		}
+		tg.ConnectTimeout = t.connectTimeout()
 		return &opened{Target: tg}, nil
 	}
 	kind, version, _ := strings.Cut(t.Managed, "@")
@@ -151,14 +165,14 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("managed postgres: %w", err)
 	}
-	return openManaged(inst, t.CPUs)
+	return openManaged(inst, t)
 }
 
 // openManaged confines a started server to cpus (when given) and opens
 // its target; on failure the server is stopped.
-func openManaged(inst *managed.Instance, cpus []int) (*opened, error) {
-	if len(cpus) > 0 {
-		if err := inst.SetCPUs(cpus); err != nil {
+func openManaged(inst *managed.Instance, t Target) (*opened, error) {
+	if len(t.CPUs) > 0 {
+		if err := inst.SetCPUs(t.CPUs); err != nil {
 			inst.Stop()
 			return nil, err
 		}
@@ -169,6 +183,7 @@ func openManaged(inst *managed.Instance, cpus []int) (*opened, error) {
 		return nil, err
 	}
 	tg.Settings = inst.Settings
+	tg.ConnectTimeout = t.connectTimeout()
 	return &opened{Target: tg, managed: inst}, nil
 }
 
@@ -198,7 +213,7 @@ func openMariaDB(ctx context.Context, t Target) (*opened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("managed mariadb: %w", err)
 	}
-	return openManaged(inst, t.CPUs)
+	return openManaged(inst, t)
 }
 
 // Preset is a named set of managed server settings, for each engine.

@@ -59,6 +59,19 @@ var ErrReplayDialect = errors.New("replay needs a PostgreSQL, MySQL or MariaDB t
 // application name app; an empty user or database keeps the URL's. The
 // URL's password (or the password file) is used for every user.
 func (t *Target) ConnectReplay(ctx context.Context, user, database, app string) (ReplayConn, error) {
+	cctx, cancel := t.connectContext(ctx)
+	defer cancel()
+	c, err := t.connectReplay(cctx, user, database, app)
+	if err != nil {
+		if e := t.noAnswer(ctx, cctx); e != nil {
+			return nil, e
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (t *Target) connectReplay(ctx context.Context, user, database, app string) (ReplayConn, error) {
 	if t.Dialect == MySQL {
 		return t.connectMyReplay(ctx, user, database, app)
 	}

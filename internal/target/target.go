@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -116,6 +117,10 @@ type Target struct {
 	// Settings are the connection settings that change behaviour (SQLite
 	// pragmas), for the run's disclosure.
 	Settings map[string]string
+	// ConnectTimeout bounds each connection attempt, the server's answers
+	// to the handshake included (a frozen server accepts the socket and
+	// never answers); 0 leaves it to the caller's context.
+	ConnectTimeout time.Duration
 
 	connect  func(ctx context.Context, app string) (Conn, error) // app "" for a session
 	pgConfig *pgx.ConnConfig                                     // PostgreSQL: the parsed URL, for replay connections
@@ -176,11 +181,45 @@ func (t *Target) ConnectCollector(ctx context.Context, app string) (Conn, error)
 }
 
 func (t *Target) dial(ctx context.Context, app string) (Conn, error) {
-	c, err := t.connect(ctx, app)
+	cctx, cancel := t.connectContext(ctx)
+	defer cancel()
+	c, err := t.connect(cctx, app)
 	if err != nil {
+		if e := t.noAnswer(ctx, cctx); e != nil {
+			return nil, e
+		}
 		return nil, fmt.Errorf("connect to %s: %w", t.URL, err)
 	}
 	return c, nil
+}
+
+// connectContext is ctx bounded by ConnectTimeout, for one connection
+// attempt.
+func (t *Target) connectContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.ConnectTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, t.ConnectTimeout)
+}
+
+// noAnswer is the error of an attempt that ConnectTimeout ended (cctx
+// expired, the caller's ctx did not), or nil.
+func (t *Target) noAnswer(ctx, cctx context.Context) error {
+	if ctx.Err() != nil || !errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return &NoAnswerError{URL: t.URL, After: t.ConnectTimeout}
+}
+
+// NoAnswerError is a connection attempt the server did not answer within
+// the target's ConnectTimeout (the command line's --statement-timeout).
+type NoAnswerError struct {
+	URL   string
+	After time.Duration
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("connect to %s: the server did not answer within %s (--statement-timeout)", e.URL, e.After)
 }
 
 // Close releases what the target holds (SQLite's handle); connections
