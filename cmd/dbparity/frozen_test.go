@@ -82,10 +82,11 @@ func sep(u string) string {
 	return "?"
 }
 
-// mariadbServer starts a managed MariaDB for the length of the test; nil
+// mariadbServer starts a managed MariaDB (with these option lines) for
+// the length of the test; nil
 // (the test goes on without it) when none is installed, except under
 // CI=true.
-func mariadbServer(t *testing.T) *managed.Instance {
+func mariadbServer(t *testing.T, settings ...string) *managed.Instance {
 	t.Helper()
 	found := false
 	for _, p := range []string{"/usr/sbin/mariadbd", "/usr/bin/mariadbd"} {
@@ -106,7 +107,7 @@ func mariadbServer(t *testing.T) *managed.Instance {
 	}
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	inst, err := managed.StartMariaDB(context.Background(), managed.Options{DataDir: filepath.Join(dir, "data")})
+	inst, err := managed.StartMariaDB(context.Background(), managed.Options{DataDir: filepath.Join(dir, "data"), Settings: settings})
 	if err != nil {
 		t.Fatal(fmt.Errorf("managed mariadb: %w", err))
 	}

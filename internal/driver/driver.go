@@ -765,29 +765,60 @@ func (m *monitor) stop(now time.Time, reason string, grace time.Duration) {
 
 // connectAll opens every session's connection before the clock starts:
 // connection set-up is not part of the workload. At most 16 connect at a
-// time, so a thousand sessions do not arrive at the server as one storm;
-// each has StatementTimeout, so a server that accepts and never answers
-// fails the run instead of hanging it.
+// time, so a thousand sessions do not arrive at the server as one storm,
+// and the first failure stops the rest (the run cannot start without
+// every session): a server with fewer slots than --users is told by its
+// first refusal, not by --users refusals. Each attempt has
+// StatementTimeout, so a server that accepts and never answers fails the
+// run instead of hanging it.
 func connectAll(ctx context.Context, cfg Config) ([]target.Conn, error) {
 	conns := make([]target.Conn, cfg.Users)
-	errs := make([]error, cfg.Users)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		mu     sync.Mutex
+		first  error
+		opened int
+	)
 	slots := make(chan struct{}, 16)
 	var wg sync.WaitGroup
+launch:
 	for i := range conns {
+		select {
+		case slots <- struct{}{}:
+		case <-sctx.Done():
+			break launch
+		}
 		wg.Add(1)
-		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			cctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout)
+			cctx, cancel := context.WithTimeout(sctx, cfg.StatementTimeout)
 			defer cancel()
-			conns[i], errs[i] = cfg.Connect(cctx)
-			if errs[i] != nil && cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-				errs[i] = fmt.Errorf("the server did not accept a connection within %s (--statement-timeout)", cfg.StatementTimeout)
+			c, err := cfg.Connect(cctx)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				conns[i] = c
+				opened++
+				return
+			case first != nil || sctx.Err() != nil && cctx.Err() != context.DeadlineExceeded:
+				return // stopped by another's failure, or by ctx
+			case errors.Is(err, target.ErrServerFull):
+				err = fmt.Errorf("the server refused session %d with %d open: %w: raise max_connections on the server (or lower --users)", i+1, opened, err)
+			case cctx.Err() == context.DeadlineExceeded:
+				err = fmt.Errorf("the server did not accept a connection within %s (--statement-timeout)", cfg.StatementTimeout)
 			}
+			first = err
+			stop()
 		}()
 	}
 	wg.Wait()
-	if err := firstError(errs); err != nil {
+	err := first
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		for _, c := range conns {
 			if c != nil {
 				c.Close()
@@ -796,15 +827,6 @@ func connectAll(ctx context.Context, cfg Config) ([]target.Conn, error) {
 		return nil, fmt.Errorf("open %d sessions: %w", cfg.Users, err)
 	}
 	return conns, nil
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // collect takes every session's counts of phase for the interval.

@@ -90,6 +90,32 @@ func sqliteCodeName(c int) string {
 	return "code"
 }
 
+// ErrServerFull is a connection the server refused because it has no
+// connection slot left: PostgreSQL's SQLSTATE 53300 (too many clients,
+// or the remaining slots reserved), MySQL's error 1040 (too many
+// connections). Connecting again cannot help; max_connections decides.
+var ErrServerFull = errors.New("the server has no connection slot left")
+
+// connectFailure is a failed connection attempt reported as msg, still
+// matching ErrServerFull when the server said it was full.
+func connectFailure(msg string, err error) error {
+	if serverFull(err) {
+		return fullError(msg)
+	}
+	return errors.New(msg)
+}
+
+func serverFull(err error) bool {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	return (errors.As(err, &pe) && pe.Code == "53300") || (errors.As(err, &me) && me.Number == 1040)
+}
+
+type fullError string
+
+func (e fullError) Error() string        { return string(e) }
+func (e fullError) Is(target error) bool { return target == ErrServerFull }
+
 // SQLState is a server error's SQLSTATE (PostgreSQL's, or MySQL's
 // alongside its error number), "" for no error and "other" for an error
 // that is not the server's (a lost connection).

@@ -119,11 +119,11 @@ func openMySQL(raw string) (*Target, error) {
 		n := &netCounts{}
 		c, err := db.Conn(context.WithValue(ctx, netCountsKey{}, n))
 		if err != nil {
-			return nil, errors.New(mysqlConnectMessage(err))
+			return nil, connectFailure(mysqlConnectMessage(err), err)
 		}
 		if err := c.PingContext(ctx); err != nil {
 			c.Close()
-			return nil, errors.New(mysqlConnectMessage(err))
+			return nil, connectFailure(mysqlConnectMessage(err), err)
 		}
 		if app != "" {
 			if _, err := c.ExecContext(ctx, OwnMarkerSQL(app)); err != nil {

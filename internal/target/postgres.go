@@ -54,7 +54,7 @@ func openPostgres(raw string) (*Target, error) {
 		}
 		c, err := pgx.ConnectConfig(ctx, cc)
 		if err != nil {
-			return nil, errors.New(connectMessage(err))
+			return nil, connectFailure(connectMessage(err), err)
 		}
 		return &pgConn{c: c}, nil
 	}

@@ -109,6 +109,9 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
+// Is matches ErrServerFull when the server refused for want of a slot.
+func (e *ConnectError) Is(target error) bool { return target == ErrServerFull && serverFull(e.Err) }
+
 // Refused reports whether the server refused the user or the database
 // (authentication, a missing role or database), rather than being down.
 func (e *ConnectError) Refused() bool {
