@@ -125,7 +125,7 @@ func run(users, warehouses int, duration, warmup time.Duration, rounds int) erro
 				skew = fmt.Sprintf("%.1f", r.Merged.SkewMs)
 			}
 			tps[which] = s.TPS
-			fmt.Printf("  %-6d %-7s %10.1f %16.1f %10s\n", k, which, s.TPS, s.DriverCPUPerTxUs, skew)
+			fmt.Printf("  %-6d %-7s %10.1f %16.1f %10s\n", k, which, s.TPS, result.Value(s.DriverCPUPerTxUs), skew)
 		}
 		ratios = append(ratios, tps["split"]/tps["single"])
 	}

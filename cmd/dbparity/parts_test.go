@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
@@ -261,5 +265,168 @@ func TestPartsAsJob(t *testing.T) {
 	}
 	if got["commit"] != merged.Commit.Count {
 		t.Errorf("hlog commit: %d values, the result %d", got["commit"], merged.Commit.Count)
+	}
+}
+
+// A split run after a fault, with the binary's own processes against one
+// managed PostgreSQL:
+//
+//   - a part interrupted (SIGINT) while it waits at the barrier removes its
+//     row: the other part, started after, does not find the run complete,
+//     waits and gives up (exit 1), instead of running alone;
+//   - a part killed outright (SIGKILL) while it waits leaves its row, which
+//     stops counting once its heartbeat is 3 s old: the same;
+//   - a part killed outright inside its window is recovered from its
+//     journal (which holds the part), and merges with the other part
+//     without --force, the merged run marked partial and recovered.
+func TestPartFaultsAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs driver processes against PostgreSQL")
+	}
+	pgData := managedDataDir(t)
+	dir := filepath.Dir(pgData)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "2", "--target", inst.URL()); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	part := func(run string, i int, extra ...string) []string {
+		return append([]string{"run", "--target", inst.URL(), "--users", "4", "--warmup", "1s", "--duration", "8s", "--label", "split",
+			"--part", fmt.Sprintf("%d/2", i), "--run-id", run, "--out", fmt.Sprintf("%s-%d.json", run, i)}, extra...)
+	}
+	// waiting starts part 0 of run and returns it once it waits at the
+	// barrier.
+	waiting := func(run string) *exec.Cmd {
+		cmd := exec.Command(bin, part(run, 0, "--barrier-timeout", "1m")...)
+		cmd.Dir = dir
+		w := newOutputWatch("waiting for the other parts")
+		cmd.Stderr = w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.await(t, cmd)
+		return cmd
+	}
+	// alone runs part 1 of run, which must find no live partner.
+	alone := func(what, run string) {
+		t.Helper()
+		start := time.Now()
+		code, _, stderr := dbparity(t, dir, part(run, 1, "--barrier-timeout", "2s")...)
+		if code != 1 || !strings.Contains(stderr, fmt.Sprintf("only 1 of 2 parts of run %q registered", run)) || strings.Contains(stderr, "all 2 parts registered") {
+			t.Errorf("%s: the other part exited %d after %s:\n%s", what, code, time.Since(start).Round(time.Millisecond), stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, run+"-1.json")); err == nil {
+			t.Errorf("%s: the other part ran alone and wrote its result", what)
+		}
+	}
+	tg, err := target.Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func(run string) int64 {
+		t.Helper()
+		c, err := tg.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var n int64
+		if err := c.QueryRow(context.Background(), "SELECT count(*) FROM dbparity_barrier WHERE run = $1", run).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	cmd := waiting("interrupted")
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 130 {
+		t.Errorf("a part interrupted at the barrier: %v", err)
+	}
+	if n := rows("interrupted"); n != 0 {
+		t.Errorf("a part interrupted at the barrier left %d rows", n)
+	}
+	alone("after an interrupted part", "interrupted")
+
+	cmd = waiting("killed")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if n := rows("killed"); n != 1 {
+		t.Fatalf("a part killed at the barrier left %d rows, want its own", n)
+	}
+	time.Sleep(3500 * time.Millisecond) // its heartbeat stale
+	alone("after a killed part", "killed")
+
+	// Both parts run; part 1 is killed 3 s into its window.
+	var stderr0 bytes.Buffer
+	p0 := exec.Command(bin, part("rec", 0)...)
+	p0.Dir, p0.Stderr = dir, &stderr0
+	p1 := exec.Command(bin, part("rec", 1)...)
+	p1.Dir = dir
+	for _, c := range []*exec.Cmd{p0, p1} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journal := filepath.Join(dir, "rec-1.json.journal")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, _ := os.ReadFile(journal)
+		if strings.Count(string(b), `"phase":"measure"`) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			p0.Process.Kill()
+			p1.Process.Kill()
+			t.Fatalf("part 1's journal has no 3 measured seconds after a minute:\n%s", b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p1.Process.Kill()
+	p1.Wait()
+	if err := p0.Wait(); err != nil {
+		t.Fatalf("part 0: %v\n%s", err, stderr0.String())
+	}
+	if code, stdout, stderr := dbparity(t, dir, "recover", journal, "--out", "rec-1.json"); code != 0 {
+		t.Fatalf("recover: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := dbparity(t, dir, "merge", "--out", "rec.json", "rec-0.json", "rec-1.json")
+	if code != 0 {
+		t.Fatalf("merge of a recovered part: exit %d: %s%s", code, stdout, stderr)
+	}
+	m, err := result.Read(filepath.Join(dir, "rec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Partial || !m.Recovered || !strings.HasPrefix(m.PartialReason, "part 1: recovered from rec-1.json.journal") ||
+		m.Merged == nil || len(m.Merged.Parts) != 2 || len(m.Merged.Forced) != 0 || m.Driver.Users != 4 {
+		t.Errorf("merged: partial %v %q, recovered %v, merged %+v, users %d", m.Partial, m.PartialReason, m.Recovered, m.Merged, m.Driver.Users)
+	}
+	var committed [2]int64
+	for i, f := range []string{"rec-0.json", "rec-1.json"} {
+		p, err := result.Read(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Part == nil || p.Part.Index != i || p.Part.Sync != "barrier" {
+			t.Errorf("%s: part %+v", f, p.Part)
+		}
+		for _, tx := range p.Transactions {
+			committed[i] += tx.Committed
+		}
+	}
+	var total int64
+	for _, tx := range m.Transactions {
+		total += tx.Committed
+	}
+	if committed[1] == 0 || total != committed[0]+committed[1] {
+		t.Errorf("merged %d committed, the parts %d and %d", total, committed[0], committed[1])
+	}
+	t.Logf("part 1 killed after %.1f s of its window; merged: %s; skew %.1f ms", m.Merged.Parts[1].MeasureEnd.Sub(m.Merged.Parts[1].MeasureStart).Seconds(),
+		m.PartialReason, m.Merged.SkewMs)
+	if code, out, _ := dbparity(t, dir, "show", filepath.Join(dir, "rec.json")); code != 0 || !strings.Contains(out, "PARTIAL (part 1: recovered") {
+		t.Errorf("show of the merged run: exit %d\n%s", code, out)
 	}
 }

@@ -381,7 +381,7 @@ func RunNotes(g Group) []string {
 		if rt := r.Driver.Rate; rt != nil && rt.Behind {
 			notes = append(notes, fmt.Sprintf("%s could not keep its target rate: %s; its throughput is what the platform could do, not the rate asked for, and its latencies include the backlog", f, rt.BehindReason))
 		}
-		if r.OS != nil && r.OS.Window.CPUStealPct > 2 {
+		if r.OS.HasWindow() && r.OS.Window.CPUStealPct > 2 {
 			notes = append(notes, fmt.Sprintf("%s: %.1f%% of the CPU was stolen by the hypervisor", f, r.OS.Window.CPUStealPct))
 		}
 		if d := Drift(r); math.Abs(d) > 0.10 {

@@ -47,12 +47,13 @@ const minPlatformWait = 0.01
 
 // PlatformSentence names the largest difference in the platform's waits
 // between g and the baseline (medians of their runs), in seconds per
-// second; "" when neither group has database host figures.
+// second; "" when either group has no database host figures over a
+// measured window (a recovered run has none: absent is not zero).
 func PlatformSentence(base, g Group) string {
 	median := func(gr Group, pw PlatformWait) (float64, bool) {
 		var v []float64
 		for _, r := range gr.Runs {
-			if r.OS == nil {
+			if !r.OS.HasWindow() {
 				continue
 			}
 			if x, ok := pw.Get(r.OS.Window); ok {
@@ -96,7 +97,7 @@ func stealNote(base, g Group) string {
 	steal := func(gr Group) float64 {
 		var v []float64
 		for _, r := range gr.Runs {
-			if r.OS != nil {
+			if r.OS.HasWindow() {
 				v = append(v, r.OS.Window.CPUStealPct)
 			}
 		}

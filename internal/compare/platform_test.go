@@ -11,7 +11,7 @@ import (
 
 func hostRun(source string, runDelay, steal, ioStall float64, kernel, driverKernel string) *result.Run {
 	r := &result.Run{Host: result.Host{Kernel: driverKernel}}
-	w := ostat.Rates{NumCPU: 4, CPUStealPct: steal, ServerRunDelayPerS: &runDelay,
+	w := ostat.Rates{IntervalS: 60, NumCPU: 4, CPUStealPct: steal, ServerRunDelayPerS: &runDelay,
 		IOPressure: &ostat.PressureRates{SomePct: ioStall * 100}}
 	r.OS = &result.OS{Source: source, Window: w}
 	r.Disclosure = &result.Disclosure{Host: disclose.HostInfo{Kernel: kernel}, HostSource: source}

@@ -116,7 +116,7 @@ func StepOf(r *result.Run, param string) (float64, bool) {
 		if n := len(r.Target.CPUs); n > 0 {
 			return float64(n), true
 		}
-		if r.OS != nil && r.OS.Window.NumCPU > 0 {
+		if r.OS.HasWindow() && r.OS.Window.NumCPU > 0 {
 			return float64(r.OS.Window.NumCPU), true
 		}
 	}

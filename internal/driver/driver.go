@@ -664,8 +664,8 @@ func (m *monitor) abort(now time.Time, reason string) {
 
 // unanswered fails a run whose server stopped serving inside the measured
 // window and never came back: its last stretch measured nothing, however
-// few transactions failed. A timeout's outage began a statement timeout
-// before the statement was cut.
+// few transactions failed. A timeout's outage begins at the session's last
+// answer.
 func (m *monitor) unanswered() {
 	ev := m.res.Events
 	if len(ev) == 0 || m.res.Aborted {
@@ -675,12 +675,8 @@ func (m *monitor) unanswered() {
 	if !last.End.IsZero() {
 		return
 	}
-	began := last.Start
 	timeout := strings.HasPrefix(last.Cause, "timeout: ")
-	if timeout {
-		began = began.Add(-m.r.cfg.StatementTimeout)
-	}
-	if !began.Before(m.res.MeasureEnd) {
+	if !last.Start.Before(m.res.MeasureEnd) {
 		return
 	}
 	m.res.Aborted, m.res.Partial = true, true
@@ -1002,6 +998,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		if c != nil {
 			s.wdCount = c.Statements()
 		}
+		began := int(r.phase.Load())
 		s.mu.Unlock()
 		for {
 			if c == nil {
@@ -1037,7 +1034,9 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		phase := int(r.phase.Load()) // under mu: see session.iv
 		s.busy = false
 		timedOut := s.timedOut
+		lostAt := end // when the server was last seen serving this session
 		if timedOut {
+			lostAt = s.wdAt // its last answer
 			s.timedOut = false
 			ctx, cancel = context.WithCancel(hard)
 			s.cancel = cancel
@@ -1062,6 +1061,11 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		var cause string
 		switch {
 		case err != nil:
+			if timedOut && began == Measure && phase == Drain {
+				// It stopped being answered in the window, which closed
+				// while the watchdog waited: a failure of the window.
+				ps = &s.phases[Measure]
+			}
 			ps.Errors[typ]++
 			tc.Errors++
 			ps.Classes[cls.Name]++
@@ -1104,7 +1108,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		}
 		switch {
 		case err != nil && cls.Lost:
-			r.out.lost(end, cause, unreachable)
+			r.out.lost(lostAt, cause, unreachable)
 		case err != nil:
 			r.out.count(1, 0)
 		case !out.Rollback:

@@ -337,6 +337,8 @@ func ratioColumns(gs []compare.Group) []string {
 	return cols
 }
 
+// row adds a figure: NaN is a group without it, printed n/a and left out
+// of the ratios (a figure a run does not have is never a zero).
 func (c *Comparison) row(t *Table, name string, vals []float64) {
 	row := []string{name}
 	for _, v := range vals {
@@ -375,6 +377,20 @@ func (c *Comparison) medians(f func(r *result.Run) float64) []float64 {
 		}
 	}
 	return out
+}
+
+// each calls f on every run of every group until it returns true, and
+// tells whether it did: the sections a run lacks (a recovered run has no
+// profiles, no waits, no OS window) are shown when another run has them.
+func (c *Comparison) each(f func(r *result.Run) bool) bool {
+	for _, g := range c.Groups {
+		for _, r := range g.Runs {
+			if f(r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // transactions counts a run's committed transactions: a replay's are
@@ -447,14 +463,14 @@ func (c *Comparison) sideBySide() []Table {
 		lat := func(q float64) func(r *result.Run) float64 {
 			return func(r *result.Run) float64 {
 				for _, x := range r.Transactions {
-					if x.Name == name {
+					if x.Name == name && x.Latency.Count > 0 {
 						if q == 95 {
 							return x.Latency.P95Ms
 						}
 						return x.Latency.P99Ms
 					}
 				}
-				return math.NaN()
+				return math.NaN() // no latency recorded: not a latency of zero
 			}
 		}
 		c.row(&t, name+" p95 ms", c.medians(lat(95)))
@@ -476,7 +492,7 @@ func (c *Comparison) sideBySide() []Table {
 	}
 	osf := func(f func(o *result.OS) float64) func(r *result.Run) float64 {
 		return func(r *result.Run) float64 {
-			if r.OS == nil {
+			if !r.OS.HasWindow() {
 				return math.NaN()
 			}
 			return f(r.OS)
@@ -491,15 +507,15 @@ func (c *Comparison) sideBySide() []Table {
 	}))))
 	c.row(&cost, "driver", c.medians(per(func(r *result.Run) float64 {
 		s := r.Summarize()
-		if s.DurationS == 0 {
+		if s.DurationS == 0 || s.DriverCPUS == nil {
 			return math.NaN()
 		}
-		return s.DriverCPUS / s.DurationS
+		return *s.DriverCPUS / s.DurationS
 	})))
 	c.row(&cost, "tps per busy host core", c.medians(func(r *result.Run) float64 {
 		s := r.Summarize()
 		n := transactions(r)
-		if r.OS == nil || r.OS.Window.CPUBusyPct == 0 || s.DurationS == 0 {
+		if !r.OS.HasWindow() || r.OS.Window.CPUBusyPct == 0 || s.DurationS == 0 {
 			return math.NaN()
 		}
 		return n / s.DurationS / (r.OS.Window.CPUBusyPct / 100 * float64(r.OS.Window.NumCPU))
@@ -519,7 +535,8 @@ func (c *Comparison) profiles() []Table {
 	}{{"load profile per second", func(r *result.Run) *result.Profile { return r.LoadProfile }, false},
 		{"load profile per transaction", func(r *result.Run) *result.Profile { return r.LoadProfile }, true},
 		{"io profile per second", func(r *result.Run) *result.Profile { return r.IOProfile }, false}} {
-		first := sec.get(c.Groups[0].Runs[0])
+		var first *result.Profile
+		c.each(func(r *result.Run) bool { first = sec.get(r); return first != nil })
 		if first == nil {
 			continue
 		}
@@ -547,13 +564,14 @@ func (c *Comparison) profiles() []Table {
 }
 
 func (c *Comparison) waits() *Table {
-	if c.Groups[0].Runs[0].Waits == nil {
+	if !c.each(func(r *result.Run) bool { return r.Waits != nil }) {
 		return nil
 	}
 	t := &Table{Title: "top wait events (% of DB time, first run of each group)", Columns: []string{"group", "AAS", "events"}}
 	for _, g := range c.Groups {
 		ws := g.Runs[0].Waits
 		if ws == nil {
+			t.Rows = append(t.Rows, []string{g.Label, "n/a", "n/a"})
 			continue
 		}
 		var parts []string
@@ -612,7 +630,10 @@ func (c *Comparison) histogram(title string, get func(r *result.Run) result.Hist
 				merged.Merge(h)
 			}
 		}
-		b := metrics.Log2Buckets(merged)
+		var b []metrics.Bucket // nil: the group has no latency, n/a
+		if merged.Count() > 0 {
+			b = metrics.Log2Buckets(merged)
+		}
 		bs = append(bs, b)
 		for _, x := range b {
 			upTo[x.UpToMicros] = true
@@ -631,6 +652,10 @@ func (c *Comparison) histogram(title string, get func(r *result.Run) result.Hist
 		}
 		row := []string{fmt.Sprintf("< %d µs", u)}
 		for _, b := range bs {
+			if b == nil {
+				row = append(row, "n/a", "n/a")
+				continue
+			}
 			var n int64
 			v := 0.0
 			for _, x := range b {
@@ -646,13 +671,13 @@ func (c *Comparison) histogram(title string, get func(r *result.Run) result.Hist
 }
 
 func (c *Comparison) os() *Table {
-	if c.Groups[0].Runs[0].OS == nil {
+	if !c.each(func(r *result.Run) bool { return r.OS.HasWindow() }) {
 		return nil
 	}
 	t := c.header("database host os (measured window; source: " + compare.HostSources(c.Groups) + ")")
 	get := func(f func(x *result.OS) float64) []float64 {
 		return c.medians(func(r *result.Run) float64 {
-			if r.OS == nil {
+			if !r.OS.HasWindow() {
 				return math.NaN()
 			}
 			return f(r.OS)
@@ -711,22 +736,16 @@ func (c *Comparison) os() *Table {
 // driverHost is the driver hosts' CPU, when a database ran on another
 // host: it shows whether the driver was the bottleneck.
 func (c *Comparison) driverHost() *Table {
-	any := false
-	for _, g := range c.Groups {
-		for _, r := range g.Runs {
-			any = any || r.DriverOS != nil
-		}
-	}
-	if !any {
+	if !c.each(func(r *result.Run) bool { return r.DriverOS.HasWindow() }) {
 		return nil
 	}
 	t := c.header("driver host (not the platform under test)")
 	get := func(f func(x ostat.Rates) float64) []float64 {
 		return c.medians(func(r *result.Run) float64 {
 			switch {
-			case r.DriverOS != nil:
+			case r.DriverOS.HasWindow():
 				return f(r.DriverOS.Window)
-			case r.OS != nil && hostLocal(r):
+			case r.DriverOS == nil && r.OS.HasWindow() && hostLocal(r):
 				return f(r.OS.Window) // the same host
 			}
 			return math.NaN()

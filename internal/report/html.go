@@ -229,6 +229,9 @@ func (c *Comparison) charts() []template.HTML {
 			if err != nil {
 				return
 			}
+			if h.Count() == 0 {
+				continue // no latency (a recovered run's): no bars, not bars of zero
+			}
 			b := metrics.Log2Buckets(h)
 			for _, x := range b {
 				present[x.UpToMicros] = true
@@ -251,6 +254,9 @@ func (c *Comparison) charts() []template.HTML {
 				}
 				vals[i] = append(vals[i], v)
 			}
+		}
+		if len(names) == 0 {
+			return
 		}
 		out = append(out, barChart(title, "% of transactions", cats, names, vals))
 	}

@@ -225,6 +225,14 @@ func osText(w io.Writer, r *result.Run) error {
 		driverHostText(p, r)
 		return p.err
 	}
+	if !o.HasWindow() {
+		// A recovered run's journal keeps the series, without their
+		// source, and no reading at the window's edges.
+		p.f("\n  database host os (measured window): n/a (no reading at the window's edges%s)\n",
+			map[bool]string{true: ": the run was recovered from its journal, which keeps only the OS series"}[r.Recovered])
+		driverHostText(p, r)
+		return p.err
+	}
 	x := o.Window
 	local := o.Source == "" || o.Source == "local"
 	p.f("\n  database host os (source: %s; measured window, %.1f s, %d CPUs)\n", sourceNames[o.Source], x.IntervalS, x.NumCPU)
@@ -307,7 +315,7 @@ func platformWaitsText(p *printer, x ostat.Rates, tps float64) {
 // host: its CPU shows whether the driver was the bottleneck.
 func driverHostText(p *printer, r *result.Run) {
 	d := r.DriverOS
-	if d == nil {
+	if !d.HasWindow() {
 		return
 	}
 	x := d.Window

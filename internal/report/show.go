@@ -72,13 +72,21 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		p.f("  transactions %d committed (%.1f/s; %d in the capture)\n", rp.ReplayedTransactions, tps, rp.CapturedTransactions)
 		p.f("  replay       %s captured, replayed in %s; %d divergent statements\n", secs(rp.CaptureSeconds), secs(rp.ReplaySeconds), rp.Divergent())
 		p.f("  %s\n", endStateLine(rp))
-		p.f("  driver CPU   %.2f s   %.2f µs per statement (%d statements)\n", s.DriverCPUS, s.DriverCPUPerStmtUs, s.Statements)
+		if s.DriverCPUS == nil {
+			p.f("  driver CPU   %s\n", noDriverCPU)
+		} else {
+			p.f("  driver CPU   %.2f s   %s µs per statement (%d statements)\n", *s.DriverCPUS, fixed(s.DriverCPUPerStmtUs, 2), s.Statements)
+		}
 	} else {
 		p.f("  commits      %d   rollbacks (by design) %d   retries %d\n", s.Commits, s.Rollbacks, s.Retries)
 		p.f("  errors       %d%s\n", s.Errors, classes(s.ErrorsByClass))
-		p.f("  driver CPU   %.2f s   %.1f µs per transaction   %.2f µs per statement (%d statements)\n",
-			s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs, s.Statements)
-		if s.RoundTrips > 0 && r.Target.Dialect != "sqlite" { // SQLite's are calls into the engine, in the process
+		if s.DriverCPUS == nil {
+			p.f("  driver CPU   %s\n", noDriverCPU)
+		} else {
+			p.f("  driver CPU   %.2f s   %s µs per transaction   %s µs per statement (%d statements)\n",
+				*s.DriverCPUS, fixed(s.DriverCPUPerTxUs, 1), fixed(s.DriverCPUPerStmtUs, 2), s.Statements)
+		}
+		if s.RoundTripsPerTx > 0 && r.Target.Dialect != "sqlite" { // SQLite's are calls into the engine, in the process
 			p.f("  round trips  %.1f per transaction, %.1f statements each\n", s.RoundTripsPerTx, float64(s.Statements)/float64(s.RoundTrips))
 		}
 	}
@@ -97,13 +105,14 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  transaction\tcount\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\t\n")
 	for _, t := range r.Transactions {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", t.Name, t.Latency.Count, t.Errors,
-			t.Latency.P50Ms, t.Latency.P95Ms, t.Latency.P99Ms, t.Latency.MaxMs)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t\n", t.Name, t.Committed+t.Rollbacks, t.Errors, latencies(t.Latency))
 	}
-	c := r.Commit
-	fmt.Fprintf(tw, "  (commit)\t%d\t\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c.Count, c.P50Ms, c.P95Ms, c.P99Ms, c.MaxMs)
+	fmt.Fprintf(tw, "  (commit)\t%d\t\t%s\t\n", r.Commit.Count, latencies(r.Commit))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.Recovered && emptyLatencies(r) {
+		p.f("  (n/a: the journal's last checkpoint holds no latency of these: it came before they were recorded)\n")
 	}
 	if err := partsText(w, r); err != nil {
 		return err
@@ -150,7 +159,7 @@ func Line(w io.Writer, r *result.Run, file string) error {
 	line += fmt.Sprintf(": %.1f tps", s.TPS)
 	if len(r.Transactions) > 0 {
 		t := r.Transactions[0]
-		line += fmt.Sprintf(", %s p95 %.2f ms", t.Name, t.Latency.P95Ms)
+		line += fmt.Sprintf(", %s p95 %s ms", t.Name, p95(t.Latency))
 	}
 	if u, ok := r.CPU(); ok {
 		line += fmt.Sprintf(", server CPU %.1f%%", u.Pct)
@@ -181,15 +190,15 @@ func partsText(w io.Writer, r *result.Run) error {
 	fmt.Fprintf(tw, "  #\ttps\tp95%s ms\terrors\tphysical reads/s\tread IOPS\treads served from\t  target\n", p95of)
 	for i, p := range r.Parts {
 		s := p.Summarize()
-		var p95 float64
+		lat := "n/a"
 		if len(p.Transactions) > 0 {
-			p95 = p.Transactions[0].Latency.P95Ms
+			lat = p95(p.Transactions[0].Latency)
 		}
 		reads, iops, served := "-", "-", "-"
 		if u := p.IO; u != nil {
 			reads, iops, served = num(u.PhysicalReads), num(u.ReadIOPS), u.ServedFrom
 		}
-		fmt.Fprintf(tw, "  %d\t%.1f\t%.2f\t%d\t%s\t%s\t%s\t  %s\n", i+1, s.TPS, p95, s.Errors, reads, iops, served, p.Target.URL)
+		fmt.Fprintf(tw, "  %d\t%.1f\t%s\t%d\t%s\t%s\t%s\t  %s\n", i+1, s.TPS, lat, s.Errors, reads, iops, served, p.Target.URL)
 	}
 	return tw.Flush()
 }
@@ -245,10 +254,10 @@ func JSONWith(w io.Writer, r *result.Run, o Options) error {
 		}
 		s.Replay = &rp
 	}
-	if r.OS != nil {
+	if r.OS.HasWindow() {
 		s.OS, s.OSSource = &r.OS.Window, r.OS.Source
 	}
-	if r.DriverOS != nil {
+	if r.DriverOS.HasWindow() {
 		s.DriverOS = &r.DriverOS.Window
 	}
 	if r.Waits != nil {
@@ -260,6 +269,45 @@ func JSONWith(w io.Writer, r *result.Run, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)
+}
+
+// noDriverCPU is the driver CPU line of a run that has none.
+const noDriverCPU = "n/a (the run was recovered from its journal, which holds no CPU readings)"
+
+// fixed prints v with prec decimals, or n/a.
+func fixed(v *float64, prec int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
+}
+
+// latencies are a histogram's p50, p95, p99 and max as table cells, n/a
+// when it is empty: no latency is not a latency of zero.
+func latencies(h result.Histogram) string {
+	if h.Count == 0 {
+		return "n/a\tn/a\tn/a\tn/a"
+	}
+	return fmt.Sprintf("%.2f\t%.2f\t%.2f\t%.2f", h.P50Ms, h.P95Ms, h.P99Ms, h.MaxMs)
+}
+
+// p95 is a histogram's p95 in ms, or n/a when it is empty.
+func p95(h result.Histogram) string {
+	if h.Count == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", h.P95Ms)
+}
+
+// emptyLatencies tells whether a run that completed transactions has an
+// empty latency histogram for some of them.
+func emptyLatencies(r *result.Run) bool {
+	for _, t := range r.Transactions {
+		if t.Latency.Count == 0 && t.Committed+t.Rollbacks > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func classes(m map[string]int64) string {

@@ -220,7 +220,7 @@ func TestShowDatabaseHostSources(t *testing.T) {
 	r := sample(t)
 	r.OS.Source = "sql"
 	r.OS.Window.ServerRunDelayPerS = f(0.21)
-	r.DriverOS = &result.OS{Source: "local", Window: ostat.Rates{NumCPU: 4, CPUBusyPct: 30, SelfCPUCores: 1.1, SelfCPUPct: 27.5}}
+	r.DriverOS = &result.OS{Source: "local", Window: ostat.Rates{IntervalS: 60, NumCPU: 4, CPUBusyPct: 30, SelfCPUCores: 1.1, SelfCPUPct: 27.5}}
 	r.Disclosure = &result.Disclosure{HostSource: "sql", DriverHost: &disclose.HostInfo{Hostname: "client1"}}
 	var out bytes.Buffer
 	if err := Text(&out, r); err != nil {

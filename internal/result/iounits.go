@@ -76,7 +76,7 @@ func (r *Run) ComputeIOUnits() *IOUnits {
 	if u.LogicalReads != nil && u.PhysicalReads != nil && *u.LogicalReads > 0 {
 		u.CacheHitRatio = ptr(1 - *u.PhysicalReads / *u.LogicalReads)
 	}
-	if r.Disclosure.Storage != nil && r.OS != nil {
+	if r.Disclosure.Storage != nil && r.OS.HasWindow() {
 		var rd, wr, rmb, wmb float64
 		found := false
 		for _, d := range r.OS.Window.Disks {

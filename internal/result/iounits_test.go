@@ -29,7 +29,7 @@ func ioRun(data, cache int64, logical, physical, deviceReads float64) *Run {
 	}
 	if deviceReads >= 0 {
 		r.Disclosure.Storage = &disclose.StorageInfo{}
-		r.OS = &OS{DataDevice: "vda", Window: ostat.Rates{Disks: []ostat.DiskRates{
+		r.OS = &OS{DataDevice: "vda", Window: ostat.Rates{IntervalS: 60, Disks: []ostat.DiskRates{
 			{Name: "vda", ReadsPerS: deviceReads, ReadMBPerS: deviceReads * 8192 / 1e6},
 			{Name: "vdb", ReadsPerS: 1e6}, // not the data's device
 		}}}

@@ -49,6 +49,10 @@ type JournalEntry struct {
 	// OS and DB are points of the collectors' series.
 	OS *ostat.Rates `json:"os,omitempty"`
 	DB *DBInterval  `json:"db,omitempty"`
+	// Part is, in a part of a split run (run --part), how its start was
+	// agreed with the others, written once it was (the header holds the
+	// part without it).
+	Part *Part `json:"part,omitempty"`
 }
 
 // TypeCounts are one transaction type's counts in one interval.

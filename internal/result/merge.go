@@ -148,8 +148,12 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 			tx += float64(t.Rollbacks + t.Errors)
 		}
 		gapUs, done = gapUs+p.Driver.GapUsPerTx*tx, done+tx
-		if p.Partial && !r.Partial {
-			r.Partial, r.PartialReason = true, fmt.Sprintf("part %d: %s", p.Part.Index, p.PartialReason)
+		if p.Partial {
+			why := fmt.Sprintf("part %d: %s", p.Part.Index, p.PartialReason)
+			if r.Partial {
+				why = r.PartialReason + "; " + why
+			}
+			r.Partial, r.PartialReason = true, why
 		}
 		if p.Failed && !r.Failed {
 			r.Failed, r.FailedReason = true, fmt.Sprintf("part %d: %s", p.Part.Index, p.FailedReason)
@@ -189,7 +193,15 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 	// The window: the parts' mean start and end, so that rates over it
 	// are the parts' summed (the windows differ by the skew at most).
 	r.MeasureStart, r.MeasureEnd = meanTime(starts), meanTime(ends)
-	m.SkewMs = float64(max(spread(starts), spread(ends))) / 1e6
+	m.SkewMs = float64(max(spread(starts), spread(wholeEnds(parts, ends, order)))) / 1e6
+	for k, i := range order {
+		if p := parts[i]; p.Partial {
+			if d := slices.MaxFunc(ends, func(a, b time.Time) int { return a.Compare(b) }).Sub(ends[k]); d > MaxSkew {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("part %d's window ended %s before the last part's (%s): the merged series hold the other parts only after it",
+					p.Part.Index, d.Round(100*time.Millisecond), p.PartialReason))
+			}
+		}
+	}
 	r.Series = alignSeries(parts, order, shift, r.Start)
 	r.Driver.SeriesStep = first.Driver.SeriesStep
 	for _, f := range problems {
@@ -277,6 +289,11 @@ func checkParts(parts []*Run, files []string) ([]string, error) {
 		off := msDuration(pp.ClockOffsetMs)
 		starts, ends = append(starts, p.MeasureStart.Add(-off)), append(ends, p.MeasureEnd.Add(-off))
 	}
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	ends = wholeEnds(parts, ends, order)
 	var missing []string
 	for k := range first.Part.Of {
 		if _, ok := byIndex[k]; !ok {
@@ -291,6 +308,21 @@ func checkParts(parts []*Run, files []string) ([]string, error) {
 			s.Round(time.Millisecond), MaxSkew))
 	}
 	return problems, nil
+}
+
+// wholeEnds are the ends of the windows of the parts that are not partial
+// (ends[k] is that of parts[order[k]]): a partial part's window ended early,
+// interrupted, aborted or cut by a crash (recovered from its journal),
+// which the merged run says (partial, the part's reason) instead of
+// refusing it.
+func wholeEnds(parts []*Run, ends []time.Time, order []int) []time.Time {
+	var out []time.Time
+	for k, i := range order {
+		if !parts[i].Partial {
+			out = append(out, ends[k])
+		}
+	}
+	return out
 }
 
 // collected tells whether p's collectors ran.

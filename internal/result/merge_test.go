@@ -1,6 +1,7 @@
 package result
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,83 @@ func TestMerge(t *testing.T) {
 	whole.Part = nil
 	if _, err := Merge([]*Run{&whole}, []string{"w.json"}, true); err == nil || !strings.Contains(err.Error(), "not a part") {
 		t.Errorf("a whole run merged: %v", err)
+	}
+}
+
+// A part killed outright and recovered from its journal merges with the
+// others without --force: the journal holds the part (its header) and how
+// its start was agreed (a line written then), the end of its window is
+// not held against it, and the merged run says it is partial and
+// recovered, naming the part.
+func TestMergeRecoveredPart(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := splitPart(t, 0, t0, 0, 1000, time.Millisecond, 0)
+	// Part 1 runs on a host whose clock is 2 s ahead; it died 5 s into
+	// its window, after a checkpoint at 4 s.
+	b := splitPart(t, 1, t0.Add(2*time.Second), 2*time.Second, 500, time.Millisecond, 0)
+	head := *b
+	hp := *b.Part
+	hp.Sync, hp.ClockOffsetMs, hp.StartAt = "", 0, time.Time{}
+	head.Part, head.Series, head.Transactions, head.Phases = &hp, nil, nil, nil
+	out := filepath.Join(t.TempDir(), "part-1.json")
+	j, err := OpenJournal(out, &head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := *b
+	cp.Part, cp.Series = nil, nil
+	cp.End, cp.MeasureEnd = b.Start.Add(5*time.Second), b.Start.Add(4*time.Second)
+	cp.Phases = map[string]Phase{"measure": {Committed: map[string]int64{"new_order": 500}, Rollbacks: map[string]int64{}, Errors: map[string]int64{}}}
+	entries := []JournalEntry{{Part: b.Part}}
+	for s := 1; s <= 6; s++ {
+		phase := "measure"
+		if s == 1 {
+			phase = "warmup"
+		}
+		entries = append(entries, JournalEntry{Interval: &metrics.Interval{At: float64(s), Seconds: 1, Phase: phase, Commits: 100},
+			Types: []TypeCounts{{Committed: 100}}})
+		if s == 5 {
+			entries = append(entries, JournalEntry{Checkpoint: &cp})
+		}
+	}
+	for _, e := range entries {
+		if err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close(false)
+	rec, err := Recover(JournalPath(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Part == nil || rec.Part.Index != 1 || rec.Part.Sync != "barrier" || rec.Part.ClockOffsetMs != 2000 || !rec.Recovered {
+		t.Fatalf("recovered part %+v, recovered %v", rec.Part, rec.Recovered)
+	}
+	m, err := Merge([]*Run{a, rec}, []string{"part-0.json", "part-1.json"}, false)
+	if err != nil {
+		t.Fatalf("merge of a recovered part: %v", err)
+	}
+	if !m.Partial || !m.Recovered || !strings.HasPrefix(m.PartialReason, "part 1: recovered from part-1.json.journal") || len(m.Merged.Forced) != 0 {
+		t.Errorf("merged: partial %v (%q), recovered %v, forced %q", m.Partial, m.PartialReason, m.Recovered, m.Merged.Forced)
+	}
+	if m.Transactions[0].Committed != 1000+500+100 || m.Driver.Users != 4 || m.Merged.SkewMs > 1 {
+		t.Errorf("merged %d committed (want 1600: part 1's checkpoint and its last interval), users %d, skew %.1f ms",
+			m.Transactions[0].Committed, m.Driver.Users, m.Merged.SkewMs)
+	}
+	if w := strings.Join(m.Warnings, "\n"); !strings.Contains(w, "part 1's window ended 5s before the last part's") {
+		t.Errorf("warnings %q", w)
+	}
+	// Two partial parts: both named.
+	i := *a
+	i.Partial, i.PartialReason = true, "interrupted"
+	if m, err := Merge([]*Run{&i, rec}, []string{"part-0.json", "part-1.json"}, false); err != nil ||
+		!strings.HasPrefix(m.PartialReason, "part 0: interrupted; part 1: recovered") {
+		t.Errorf("two partial parts: %v, %+v", err, m)
+	}
+	// A whole part whose window ended early is still refused.
+	short := *a
+	short.MeasureEnd = short.MeasureEnd.Add(-time.Second)
+	if _, err := Merge([]*Run{&short, b}, []string{"part-0.json", "part-1.json"}, false); err == nil || !strings.Contains(err.Error(), "1s apart") {
+		t.Errorf("a whole part that ended 1 s early: %v", err)
 	}
 }

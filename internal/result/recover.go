@@ -95,6 +95,10 @@ func Recover(journalPath string) (*Run, error) {
 	series, db, os := metrics.NewSeries(0), NewDBSeries(0), NewOSSeries(0)
 	for _, e := range entries {
 		switch {
+		case e.Part != nil:
+			// A part of a split run: as its start was agreed, so that
+			// merge can place it among the others.
+			r.Part = e.Part
 		case e.Interval != nil:
 			series.Add(*e.Interval)
 		case e.DB != nil:

@@ -148,13 +148,22 @@ type OS struct {
 	// "sql" (the database host's /proc read through the database's
 	// connection) or "node-exporter"; "" in results before it was
 	// recorded, which were all local.
-	Source string        `json:"source,omitempty"`
-	Window ostat.Rates   `json:"window"`
+	Source string `json:"source,omitempty"`
+	// Window is absent (zero, and left out of the file) when no reading
+	// was taken at the window's edges: a result recovered from its
+	// journal has only the series. Read it through HasWindow.
+	Window ostat.Rates   `json:"window,omitzero"`
 	Series []ostat.Rates `json:"series,omitempty"`
 	// DataDevice is the block device under the database's files, when
 	// known: its figures feed the load profile's device lines.
 	DataDevice string `json:"data_device,omitempty"`
 }
+
+// HasWindow tells whether o holds figures over the measured window. A
+// window always has a length, so one without (the zero window of a
+// recovered result, whether written by this version or an earlier one)
+// is absent: its figures are n/a, never zeros.
+func (o *OS) HasWindow() bool { return o != nil && o.Window.IntervalS > 0 }
 
 // Counters are raw cumulative counters at the start and the end of the
 // measured window.
@@ -221,10 +230,12 @@ type Driver struct {
 	Seed       uint64  `json:"seed"`
 	Reconnects int64   `json:"reconnects"`
 	// CPU of the dbparity process (user+sys) during the measured window.
-	CPUUserS float64 `json:"cpu_user_s"`
-	CPUSysS  float64 `json:"cpu_sys_s"`
+	// A recovered result has none (its journal holds no CPU readings):
+	// they are left out of its file, and Run.DriverCPU says so.
+	CPUUserS float64 `json:"cpu_user_s,omitempty"`
+	CPUSysS  float64 `json:"cpu_sys_s,omitempty"`
 	// And over the whole run, warm-up and drain included.
-	TotalCPUS float64 `json:"total_cpu_s"`
+	TotalCPUS float64 `json:"total_cpu_s,omitempty"`
 	// SeriesStep is how many 1 s ticks the series' points stand for, when
 	// more than one: the series were merged down to stay small, and
 	// SeriesFile has every point.

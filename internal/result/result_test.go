@@ -1,12 +1,14 @@
 package result
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 )
 
@@ -30,11 +32,54 @@ func TestSummarize(t *testing.T) {
 	if s.DurationS != 120 || s.Commits != 1200 || s.TPS != 10 || s.TPM != 600 || s.NOPM != 450 || s.Errors != 4 {
 		t.Errorf("summary %+v", s)
 	}
-	if s.DriverCPUS != 2 || s.DriverCPUPerTxUs != 2e6/1200 || s.DriverCPUPerStmtUs != 100 {
+	if s.DriverCPUS == nil || *s.DriverCPUS != 2 || *s.DriverCPUPerTxUs != 2e6/1200 || *s.DriverCPUPerStmtUs != 100 {
 		t.Errorf("driver cost %v %v %v", s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs)
 	}
-	if s.Transactions["new_order"].Count != 1 || s.Transactions["new_order"].P50Ms < 2.9 {
-		t.Errorf("new_order %+v", s.Transactions["new_order"])
+	if no := s.Transactions["new_order"]; no.Count != 910 || no.P50Ms == nil || *no.P50Ms < 2.9 {
+		t.Errorf("new_order %+v", no)
+	}
+	// payment committed, but its histogram is empty: no percentiles, not
+	// percentiles of zero.
+	if p := s.Transactions["payment"]; p.P50Ms != nil || p.P95Ms != nil || p.P99Ms != nil || s.Commit.P95Ms != nil {
+		t.Errorf("an empty histogram has percentiles: payment %+v, commit %+v", p, s.Commit)
+	}
+}
+
+// A recovered run has no driver CPU and no OS window (its journal holds
+// neither): both are absent, in the summary and in the file, never zero.
+func TestRecoveredFiguresAbsent(t *testing.T) {
+	r := sample()
+	r.Recovered, r.Driver = true, Driver{}
+	r.OS = &OS{Series: []ostat.Rates{{IntervalS: 1, NumCPU: 2, CPUBusyPct: 50}}}
+	s := r.Summarize()
+	if s.DriverCPUS != nil || s.DriverCPUPerTxUs != nil || s.DriverCPUPerStmtUs != nil {
+		t.Errorf("a recovered run's driver CPU %v %v %v, want absent", s.DriverCPUS, s.DriverCPUPerTxUs, s.DriverCPUPerStmtUs)
+	}
+	if _, ok := r.CPU(); ok || r.OS.HasWindow() {
+		t.Error("a recovered run's zero OS window counts as measured")
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"window"`, `"cpu_user_s"`, `"cpu_sys_s"`, `"total_cpu_s"`} {
+		if strings.Contains(string(b), k) {
+			t.Errorf("the recovered result's file holds %s", k)
+		}
+	}
+	// A measured window and a measured driver CPU stay, zeros included.
+	r = sample()
+	r.OS = &OS{Window: ostat.Rates{IntervalS: 60, NumCPU: 2}}
+	if u, ok := r.CPU(); !ok || u.Pct != 0 || !r.OS.HasWindow() {
+		t.Errorf("a measured idle window: %+v %v", u, ok)
+	}
+	r.Driver = Driver{}
+	if s := r.Summarize(); s.DriverCPUS == nil || *s.DriverCPUS != 0 {
+		t.Errorf("a measured zero driver CPU: %v", s.DriverCPUS)
+	}
+	js, _ := json.Marshal(r.Summarize())
+	if !strings.Contains(string(js), `"driver_cpu_s":0`) {
+		t.Errorf("the summary drops a measured zero: %s", js)
 	}
 }
 

@@ -1,10 +1,14 @@
 package result
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Summary holds the headline figures of a run, derived from the result
 // file in one place so every report agrees. Rates are over the measured
-// window only.
+// window only. A figure the run does not have (a recovered run's driver
+// CPU, the percentiles of an empty histogram) is nil, never zero.
 type Summary struct {
 	Label         string           `json:"label"`
 	Workload      string           `json:"workload"`
@@ -21,13 +25,15 @@ type Summary struct {
 	Retries       int64            `json:"retries"`
 	Partial       bool             `json:"partial"`
 	PartialReason string           `json:"partial_reason,omitempty"`
-	DriverCPUS    float64          `json:"driver_cpu_s"`
+	DriverCPUS    *float64         `json:"driver_cpu_s"`
 	// Driver CPU per committed transaction and per statement, microseconds.
-	DriverCPUPerTxUs   float64 `json:"driver_cpu_per_tx_us"`
-	DriverCPUPerStmtUs float64 `json:"driver_cpu_per_stmt_us"`
-	Statements         int64   `json:"statements"`
-	RoundTrips         int64   `json:"round_trips,omitempty"`
-	// RoundTripsPerTx is the round trips a completed transaction took.
+	DriverCPUPerTxUs   *float64 `json:"driver_cpu_per_tx_us"`
+	DriverCPUPerStmtUs *float64 `json:"driver_cpu_per_stmt_us"`
+	Statements         int64    `json:"statements"`
+	RoundTrips         int64    `json:"round_trips,omitempty"`
+	// RoundTripsPerTx is the round trips a completed transaction took;
+	// absent (0) in a recovered run, whose statement counts stop at its
+	// last checkpoint while its transactions run on to its last interval.
 	RoundTripsPerTx float64              `json:"round_trips_per_tx,omitempty"`
 	Transactions    map[string]TxSummary `json:"transactions"`
 	Commit          TxSummary            `json:"commit"`
@@ -35,14 +41,44 @@ type Summary struct {
 }
 
 // TxSummary is one transaction type. Count is every completed execution
-// (committed, or rolled back by design); errors are not in it.
+// (committed, or rolled back by design); errors are not in it. The
+// percentiles are nil when its latency histogram is empty (a recovered
+// run whose last checkpoint came before the measured window).
 type TxSummary struct {
-	Count     int64   `json:"count"`
-	Committed int64   `json:"committed"`
-	Errors    int64   `json:"errors"`
-	P50Ms     float64 `json:"p50_ms"`
-	P95Ms     float64 `json:"p95_ms"`
-	P99Ms     float64 `json:"p99_ms"`
+	Count     int64    `json:"count"`
+	Committed int64    `json:"committed"`
+	Errors    int64    `json:"errors"`
+	P50Ms     *float64 `json:"p50_ms"`
+	P95Ms     *float64 `json:"p95_ms"`
+	P99Ms     *float64 `json:"p99_ms"`
+}
+
+// Value is *v, or NaN when v is nil (a figure the run does not have), for
+// arithmetic that must not take an absent figure for zero.
+func Value(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
+}
+
+// txSummary summarises h; the counts are the caller's.
+func txSummary(h Histogram) TxSummary {
+	var s TxSummary
+	if h.Count > 0 {
+		s.P50Ms, s.P95Ms, s.P99Ms = &h.P50Ms, &h.P95Ms, &h.P99Ms
+	}
+	return s
+}
+
+// DriverCPU is the driver's CPU (user+sys) over the measured window;
+// false when the result does not have it: a recovered run's journal holds
+// no CPU readings (nor does a merged run with a recovered part).
+func (r *Run) DriverCPU() (float64, bool) {
+	if r.Recovered {
+		return 0, false
+	}
+	return r.Driver.CPUUserS + r.Driver.CPUSysS, true
 }
 
 // Summarize derives the summary of r.
@@ -50,11 +86,11 @@ func (r *Run) Summarize() Summary {
 	s := Summary{
 		Label: r.Label, Workload: r.Workload.Name, Target: r.Target.URL, Users: r.Driver.Users,
 		DurationS: r.MeasureEnd.Sub(r.MeasureStart).Seconds(), Partial: r.Partial, PartialReason: r.PartialReason,
-		ErrorsByClass: r.Errors, DriverCPUS: r.Driver.CPUUserS + r.Driver.CPUSysS, Statements: r.Statements,
-		RoundTrips:   r.RoundTrips,
+		ErrorsByClass: r.Errors, Statements: r.Statements, RoundTrips: r.RoundTrips,
 		Transactions: map[string]TxSummary{}, Disclaimer: r.Workload.Disclaimer,
-		Commit: TxSummary{Count: r.Commit.Count, P50Ms: r.Commit.P50Ms, P95Ms: r.Commit.P95Ms, P99Ms: r.Commit.P99Ms},
+		Commit: txSummary(r.Commit),
 	}
+	s.Commit.Count = r.Commit.Count
 	if sl := r.Driver.Slicing; sl != nil && sl.ActiveS > 0 {
 		s.DurationS = sl.ActiveS // the window's other slices were the other side's
 	}
@@ -70,21 +106,30 @@ func (r *Run) Summarize() Summary {
 		if t.Name == "new_order" {
 			newOrders = t.Committed
 		}
-		s.Transactions[t.Name] = TxSummary{Count: t.Latency.Count, Committed: t.Committed, Errors: t.Errors,
-			P50Ms: t.Latency.P50Ms, P95Ms: t.Latency.P95Ms, P99Ms: t.Latency.P99Ms}
+		ts := txSummary(t.Latency)
+		// The completed executions: the latency histogram's count, but
+		// in a recovered run, whose histograms stop at its last
+		// checkpoint.
+		ts.Count, ts.Committed, ts.Errors = t.Committed+t.Rollbacks, t.Committed, t.Errors
+		s.Transactions[t.Name] = ts
 	}
 	if s.DurationS > 0 {
 		s.TPS = float64(s.Commits) / s.DurationS
 		s.TPM = s.TPS * 60
 		s.NOPM = float64(newOrders) / s.DurationS * 60
 	}
-	if s.Commits > 0 {
-		s.DriverCPUPerTxUs = s.DriverCPUS * 1e6 / float64(s.Commits)
+	if cpu, ok := r.DriverCPU(); ok {
+		s.DriverCPUS = &cpu
+		if s.Commits > 0 {
+			v := cpu * 1e6 / float64(s.Commits)
+			s.DriverCPUPerTxUs = &v
+		}
+		if s.Statements > 0 {
+			v := cpu * 1e6 / float64(s.Statements)
+			s.DriverCPUPerStmtUs = &v
+		}
 	}
-	if s.Statements > 0 {
-		s.DriverCPUPerStmtUs = s.DriverCPUS * 1e6 / float64(s.Statements)
-	}
-	if done := s.Commits + s.Rollbacks + s.Errors; done > 0 && s.RoundTrips > 0 {
+	if done := s.Commits + s.Rollbacks + s.Errors; done > 0 && s.RoundTrips > 0 && !r.Recovered {
 		s.RoundTripsPerTx = float64(s.RoundTrips) / float64(done)
 	}
 	return s
@@ -167,7 +212,7 @@ func (u CPUUse) Basis() string {
 // not see the database host. The server's own CPU is preferred: on a
 // host the driver shares, the host's busy time counts the driver too.
 func (r *Run) CPU() (CPUUse, bool) {
-	if r.OS == nil || r.OS.Window.IntervalS <= 0 {
+	if !r.OS.HasWindow() {
 		return CPUUse{}, false
 	}
 	w := r.OS.Window

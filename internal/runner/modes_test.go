@@ -52,7 +52,7 @@ func TestOrderEntryModes(t *testing.T) {
 		runs[mode], files = r, append(files, path)
 		s := r.Summarize()
 		t.Logf("%s: %.0f tps, %d statements in %d round trips (%.1f per transaction), driver %.0f µs per transaction",
-			mode, s.TPS, s.Statements, s.RoundTrips, s.RoundTripsPerTx, s.DriverCPUPerTxUs)
+			mode, s.TPS, s.Statements, s.RoundTrips, s.RoundTripsPerTx, result.Value(s.DriverCPUPerTxUs))
 		if got, _ := r.Workload.Params["execution"].(string); !strings.Contains(got, strings.TrimSuffix(mode, "s")) {
 			t.Errorf("%s run records execution %q", mode, got)
 		}

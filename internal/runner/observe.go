@@ -52,16 +52,20 @@ type observer struct {
 	// restart (its counters reset) costs the interval it fell in, not the
 	// window: win is the sum so far, winFrom the reading it reaches, and
 	// winLost the seconds of the window left out.
-	winOpen   time.Time // when the window opened
-	win       map[string]float64
-	winFrom   *pgstat.Snapshot
-	winOwn    int64
-	winLost   float64
-	restarts  int
-	engStart  map[string]float64 // SQLite engine counters at the window's edges
-	engEnd    map[string]float64
-	engPrev   map[string]float64 // and at the last tick
-	engPrevAt time.Time
+	winOpen  time.Time // when the window opened
+	win      map[string]float64
+	winFrom  *pgstat.Snapshot
+	winOwn   int64
+	winLost  float64
+	restarts int
+	// The database host's OS snapshots taken with the readings the
+	// window's deltas start and end at, so that the load profile's OS
+	// figures cover the same time as the database's counters.
+	winStartOS, winFromOS *ostat.Snapshot
+	engStart              map[string]float64 // SQLite engine counters at the window's edges
+	engEnd                map[string]float64
+	engPrev               map[string]float64 // and at the last tick
+	engPrevAt             time.Time
 	// The series are bounded (the journal has every point).
 	series *metrics.Bounded[result.DBInterval]
 
@@ -372,26 +376,30 @@ func (ob *observer) tick(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			ob.tickOS(ctx)
-			ob.tickDB(ctx)
+			ob.tickDB(ctx, ob.tickOS(ctx))
 		}
 	}
 }
 
-func (ob *observer) tickOS(ctx context.Context) {
+// tickOS reads the database host for the series and returns the reading
+// (nil when there is none).
+func (ob *observer) tickOS(ctx context.Context) *ostat.Snapshot {
 	ob.osMu.Lock()
 	defer ob.osMu.Unlock()
 	s := ob.readHost(ctx, "os")
 	if s == nil {
-		return
+		return nil
 	}
 	r := busyOnly(ostat.Between(ob.osPrev, s))
 	ob.osSeries.Add(r)
 	ob.osPrev = s
 	ob.record(result.JournalEntry{OS: &r})
+	return s
 }
 
-func (ob *observer) tickDB(ctx context.Context) {
+// tickDB reads the database's counters for the series and the window;
+// os is the database host's reading of the same tick.
+func (ob *observer) tickDB(ctx context.Context, os *ostat.Snapshot) {
 	ob.pgMu.Lock()
 	defer ob.pgMu.Unlock()
 	if eng := ob.t.EngineCounters(); eng != nil {
@@ -428,7 +436,7 @@ func (ob *observer) tickDB(ctx context.Context) {
 		ob.record(result.JournalEntry{DB: &iv})
 	}
 	ob.prev, ob.ownPrev = s, own
-	ob.advance(s, own)
+	ob.advance(s, own, os)
 }
 
 // record journals a collector's point; the journal's error, if any, ends
@@ -454,14 +462,16 @@ func reset(a, b *pgstat.Snapshot) bool {
 }
 
 // advance adds the reading s to the window's deltas when the window is
-// open; call with pgMu held.
-func (ob *observer) advance(s *pgstat.Snapshot, own int64) {
+// open; os is the database host's reading taken with it. Call with pgMu
+// held.
+func (ob *observer) advance(s *pgstat.Snapshot, own int64, os *ostat.Snapshot) {
 	switch {
 	case ob.winOpen.IsZero() || ob.winEnd != nil:
 		return
 	case ob.winFrom == nil:
 		// The server did not answer at the window's start.
 		ob.winFrom, ob.winOwn, ob.winLost = s, own, s.At.Sub(ob.winOpen).Seconds()
+		ob.winStartOS, ob.winFromOS = os, os
 		return
 	case reset(ob.winFrom, s):
 		// What happened between the last reading and the restart is lost
@@ -476,7 +486,7 @@ func (ob *observer) advance(s *pgstat.Snapshot, own int64) {
 			ob.win[ob.commitKey] -= float64(own - ob.winOwn)
 		}
 	}
-	ob.winFrom, ob.winOwn = s, own
+	ob.winFrom, ob.winOwn, ob.winFromOS = s, own, os
 }
 
 // dbInterval turns the deltas of one interval into rates; sum adds the
@@ -595,8 +605,9 @@ func (ob *observer) edge(ctx context.Context, p int) {
 			ob.sampler.Count(true)
 		}
 		ob.engStart = ob.t.EngineCounters()
-		if s := ob.readOS(ctx, &ob.osStart, &ob.drvStart); s != nil && s.At.Sub(ob.osRunStart.At) > ob.interval/2 {
-			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, s).OtherCPUCores
+		os := ob.readOS(ctx, &ob.osStart, &ob.drvStart)
+		if os != nil && os.At.Sub(ob.osRunStart.At) > ob.interval/2 {
+			ob.warmupOtherCPU = ostat.Between(ob.osRunStart, os).OtherCPUCores
 			ob.warmupMeasured = true
 		}
 		ob.pgMu.Lock()
@@ -611,12 +622,13 @@ func (ob *observer) edge(ctx context.Context, p int) {
 			return
 		}
 		ob.winStart, ob.winFrom, ob.winOwn = s, s, ob.own()
+		ob.winStartOS, ob.winFromOS = os, os
 	case driver.Drain:
 		if ob.sampler != nil {
 			ob.sampler.Count(false)
 		}
 		ob.engEnd = ob.t.EngineCounters()
-		ob.readOS(ctx, &ob.osEnd, &ob.drvEnd)
+		os := ob.readOS(ctx, &ob.osEnd, &ob.drvEnd)
 		ob.pgMu.Lock()
 		defer ob.pgMu.Unlock()
 		if ob.stats == nil {
@@ -626,17 +638,13 @@ func (ob *observer) edge(ctx context.Context, p int) {
 		if err != nil {
 			ob.fail("database (window end)", err)
 		} else {
-			ob.advance(s, ob.own())
+			ob.advance(s, ob.own(), os)
 		}
 		// The window's counters end at its last reading; when that is not
-		// the edge (the server did not answer), the rest is left out.
-		if ob.winFrom != nil {
-			ob.winEnd = ob.winFrom
-			ob.winLost += time.Since(ob.winFrom.At).Seconds()
-			if err == nil {
-				ob.winLost -= time.Since(s.At).Seconds()
-			}
-		}
+		// the edge (the server did not answer), the rest of the window is
+		// left out (finish counts it from the window's end: the time this
+		// reading waited past the end is no part of the window).
+		ob.winEnd = ob.winFrom
 	}
 }
 
@@ -676,6 +684,13 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 			r.OS.DataDevice = st.Device.Parent
 		}
 	}
+	return osTotals(w, r.OS.DataDevice)
+}
+
+// osTotals are the OS figures of w the load profile uses, as totals:
+// the server's CPU and the IO of the device under the data (dataDevice;
+// "" when unknown).
+func osTotals(w ostat.Rates, dataDevice string) map[string]float64 {
 	d := map[string]float64{}
 	secs := w.IntervalS
 	if w.ServerCPUCores != nil {
@@ -686,10 +701,10 @@ func (ob *observer) osWindow(r *result.Run) map[string]float64 {
 		// The device under the data when known; else every disk that is
 		// not a device-mapper or md device (those would count the same IO
 		// twice, once on the disk under them).
-		if r.OS.DataDevice != "" && disk.Name != r.OS.DataDevice {
+		if dataDevice != "" && disk.Name != dataDevice {
 			continue
 		}
-		if r.OS.DataDevice == "" && (strings.HasPrefix(disk.Name, "dm-") || strings.HasPrefix(disk.Name, "md")) {
+		if dataDevice == "" && (strings.HasPrefix(disk.Name, "dm-") || strings.HasPrefix(disk.Name, "md")) {
 			continue
 		}
 		found = true
@@ -741,21 +756,42 @@ func (ob *observer) finish(r *result.Run) error {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("the server had not yet counted the window's transactions when it ended "+
 				"(it counts them up to a second late): the load profile's transactions are n/a for this %.1f s window", secs))
 		}
-		for k, v := range osd {
-			d[k] = v
+		// The database's counters cover the window from its first reading
+		// to its last: the time it did not answer at either end, or lost
+		// to a restart, is left out, and every figure of the profile is
+		// taken over the same time, so that no rate is inflated.
+		lost := ob.winLost + max(r.MeasureEnd.Sub(ob.winEnd.At).Seconds(), 0)
+		covered := secs
+		if lost > 0.05*secs || ob.restarts > 0 {
+			covered = max(secs-lost, 0)
 		}
-		d[pgstat.ExtraClientStmt] = float64(r.Statements)
+		switch {
+		case covered == secs:
+			maps.Copy(d, osd)
+		case ob.restarts == 0 && ob.winStartOS != nil && ob.winFromOS != nil && r.OS != nil:
+			// The database host read with the database's first and last
+			// readings.
+			maps.Copy(d, osTotals(ostat.Between(ob.winStartOS, ob.winFromOS), r.OS.DataDevice))
+		default:
+			// The OS window's average rates over the covered time.
+			for k, v := range osd {
+				d[k] = v * covered / secs
+			}
+		}
+		if covered == secs {
+			// The driver's statements are counted over the window; over
+			// part of it they are unknown.
+			d[pgstat.ExtraClientStmt] = float64(r.Statements)
+		}
 		if ob.sampler != nil {
-			d[pgstat.ExtraASHDBTime], d[pgstat.ExtraASHCPU] = ob.sampler.DBTime()
+			d[pgstat.ExtraASHDBTime], d[pgstat.ExtraASHCPU] = ob.sampler.DBTime(covered)
 		}
 		if !strings.HasPrefix(ob.database.Settings["track_io_timing"], "on") {
 			// Off, the timings stay zero: not a measurement of zero.
 			delete(d, "pg_stat_database.blk_read_time")
 			delete(d, "pg_stat_database.blk_write_time")
 		}
-		covered := secs
-		if ob.winLost > 0.05*secs || ob.restarts > 0 {
-			covered = max(secs-ob.winLost, 0)
+		if covered < secs {
 			what := "the database did not answer for part of the window"
 			if ob.restarts > 0 {
 				what = fmt.Sprintf("the server restarted %d time(s) during the window and its counters were reset", ob.restarts)

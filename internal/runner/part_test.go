@@ -115,11 +115,16 @@ func TestPartBarrierFaults(t *testing.T) {
 	}
 	t.Logf("a frozen server ended the barrier's wait after %s: %v", took.Round(time.Millisecond), err)
 
-	var ue UsageError
-	err = run(&Part{Index: 0, Of: 2, RunID: "lonely", BarrierTimeout: time.Second}, "again.json")
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "already registered") {
-		t.Errorf("a run id used again: %v", err)
+	// The part that gave up removed its row: the other part of its run,
+	// started later, finds it alone, waits and gives up in turn (before,
+	// it found the row, started at once and ran alone).
+	before := len(out.String())
+	err = run(&Part{Index: 1, Of: 2, RunID: "lonely", BarrierTimeout: time.Second}, "again.json")
+	if said := out.String()[before:]; err == nil || !strings.Contains(err.Error(), "only 1 of 2 parts of run \"lonely\" registered") ||
+		strings.Contains(said, "all 2 parts registered") {
+		t.Errorf("the other part after one gave up: %v\n%s", err, said)
 	}
+	var ue UsageError
 	if err := run(&Part{Index: 0, Of: 2, StartAt: time.Now().Add(-time.Minute)}, "past.json"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "past") {
 		t.Errorf("--start-at in the past: %v", err)
 	}
@@ -158,4 +163,154 @@ func TestPartBarrierFaults(t *testing.T) {
 		t.Errorf("the window started %s after --start-at and the warm-up", d)
 	}
 	t.Logf("windows %.1f ms apart", m.Merged.SkewMs)
+}
+
+// The barrier counts the parts that are alive, on every engine a split run
+// drives: a row left by a part killed outright (its heartbeat stopped), by
+// an older dbparity (no heartbeat column: added, its rows never count), or
+// by a part that gave up or was interrupted (it removes its own) does not
+// make a later part of the run believe it is complete; two live parts
+// agree on one start and leave no row; a part registered twice while the
+// first still waits is refused.
+func TestPartBarrierLiveness(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range []struct {
+		name string
+		tg   func(t *testing.T) Target
+	}{
+		{"sqlite", func(t *testing.T) Target { return Target{URL: "sqlite://" + filepath.Join(t.TempDir(), "b.db")} }},
+		{"postgres", func(t *testing.T) Target { tg, _ := managedServer(t); return tg }},
+		{"mariadb", managedMariaDB},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			o, err := openTarget(ctx, e.tg(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(o.close)
+			testBarrierLiveness(t, o)
+		})
+	}
+}
+
+func testBarrierLiveness(t *testing.T, o *opened) {
+	ctx := context.Background()
+	now := o.Dialect.NowMicros()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		c, err := o.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	rows := func(run string) int64 {
+		t.Helper()
+		c, err := o.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var n int64
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM dbparity_barrier WHERE run = $1", run).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var mu sync.Mutex
+	var said []string
+	wait := func(ctx context.Context, index int, run string, timeout time.Duration) (synced, error) {
+		p := &Part{Index: index, Of: 2, RunID: run, BarrierTimeout: timeout}
+		return p.wait(ctx, o, 10*time.Second, func(m string) { mu.Lock(); said = append(said, m); mu.Unlock() })
+	}
+	alone := func(what string, s synced, err error) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil || !strings.Contains(err.Error(), "only 1 of 2 parts") || s.method != "" || strings.Contains(strings.Join(said, "\n"), "all 2 parts registered") {
+			t.Errorf("%s: %v; said %q", what, err, said)
+		}
+		said = nil
+	}
+
+	// The table of an older dbparity, with a row of part 1 in it.
+	exec("CREATE TABLE dbparity_barrier (run varchar(200) NOT NULL, part int NOT NULL, parts int NOT NULL, host varchar(255)," +
+		" registered_us bigint NOT NULL, PRIMARY KEY (run, part))")
+	exec("INSERT INTO dbparity_barrier (run, part, parts, host, registered_us) VALUES ('r', 1, 2, 'old', " + now + ")")
+	s, err := wait(ctx, 0, "r", time.Second)
+	alone("beside an older dbparity's row", s, err)
+	// A row of a part killed outright: its heartbeat 10 s old. And a row of
+	// another run dead for two hours.
+	exec("INSERT INTO dbparity_barrier (run, part, parts, host, registered_us, alive_us) VALUES ('r', 1, 2, 'killed', "+now+" - $1, "+now+" - $1)",
+		(10 * time.Second).Microseconds())
+	exec("INSERT INTO dbparity_barrier (run, part, parts, host, registered_us, alive_us) VALUES ('ancient', 0, 2, 'gone', "+now+" - $1, "+now+" - $1)",
+		(2 * time.Hour).Microseconds())
+	s, err = wait(ctx, 0, "r", time.Second)
+	alone("beside a killed part's row", s, err)
+	if n, m := rows("r"), rows("ancient"); n != 0 || m != 0 {
+		t.Errorf("%d rows of run r left (the killed part's cleared, the part that gave up removed its own), %d of a run dead for 2 h", n, m)
+	}
+
+	// A part interrupted while it waits removes its row: the next part
+	// waits alone, and gives up.
+	ictx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	_, err = wait(ictx, 0, "i", time.Minute)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || rows("i") != 0 {
+		t.Errorf("an interrupted part: %v, %d rows left", err, rows("i"))
+	}
+	mu.Lock()
+	said = nil
+	mu.Unlock()
+	s, err = wait(ctx, 1, "i", time.Second)
+	alone("after an interrupted part", s, err)
+
+	// A part registered twice while the first waits.
+	first := make(chan error)
+	fctx, stop := context.WithCancel(ctx)
+	go func() { _, err := wait(fctx, 0, "dup", time.Minute); first <- err }()
+	time.Sleep(time.Second)
+	var ue UsageError
+	if _, err := wait(ctx, 0, "dup", time.Second); !errors.As(err, &ue) || !strings.Contains(err.Error(), "already registered") {
+		t.Errorf("part 0 twice: %v", err)
+	}
+	// Its row cleared while it waits (as a part registering after it would
+	// clear it had it not answered for 3 s): the part registers again.
+	exec("DELETE FROM dbparity_barrier WHERE run = 'dup'")
+	time.Sleep(1500 * time.Millisecond)
+	mu.Lock()
+	again := strings.Contains(strings.Join(said, "\n"), "registering again")
+	said = nil
+	mu.Unlock()
+	if n := rows("dup"); n != 1 || !again {
+		t.Errorf("a part whose row was cleared: %d rows, registered again: %v", n, again)
+	}
+	stop()
+	<-first
+
+	// Two live parts agree on one start and leave no row.
+	var wg sync.WaitGroup
+	got := make([]synced, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 500 * time.Millisecond)
+			got[i], errs[i] = wait(ctx, i, "both", 30*time.Second)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if d := got[0].startAt.Sub(got[1].startAt).Abs(); got[0].method != "barrier" || d > 5*time.Millisecond {
+		t.Errorf("two parts: %+v and %+v (%s apart)", got[0], got[1], d)
+	}
+	if n := rows("both"); n != 0 {
+		t.Errorf("two parts that started left %d rows", n)
+	}
 }

@@ -292,6 +292,11 @@ func repeat(o RunOptions, outs []string, once func(RunOptions) error) error {
 // runOnce is one measurement against an opened, loaded target.
 func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string) error {
 	r := describe(o, t, serverVersion)
+	if o.Part != nil {
+		// In the journal's header: a part that dies can be recovered and
+		// merged.
+		r.Part = partRecord(o.Part, o.Users, o.partIDs, synced{})
+	}
 	journal, err := result.OpenJournal(o.Out, r)
 	if err != nil {
 		return err
@@ -319,10 +324,13 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 		journal: journal,
 	}
 	if o.Part != nil {
-		r.Part = partRecord(o.Part, o.Users, o.partIDs, synced{})
 		h.ready = func(ctx context.Context) error {
 			s, err := o.Part.wait(ctx, t, o.Faults.withDefaults().StatementTimeout, func(m string) { fmt.Fprintln(o.Stderr, m) })
 			r.Part = partRecord(o.Part, o.Users, o.partIDs, s)
+			if err == nil {
+				// How the start was agreed (the clock offset merge uses).
+				err = journal.Append(result.JournalEntry{Part: r.Part})
+			}
 			return err
 		}
 	}
@@ -419,9 +427,14 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		SeriesPoints:     o.SeriesPoints,
 		Progress:         h.progress,
 		OnInterval:       onInterval,
-		OnPhase:          ob.phase,
-		Ready:            h.ready,
-		Gate:             h.gate,
+		OnPhase: func(p int, at time.Time) {
+			ob.phase(p, at)
+			if phaseHook != nil {
+				phaseHook(p, at)
+			}
+		},
+		Ready: h.ready,
+		Gate:  h.gate,
 	})
 	if runErr != nil && !errors.Is(runErr, driver.ErrInterrupted) {
 		if res == nil {
@@ -437,6 +450,10 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	}
 	return r, runErr, nil
 }
+
+// phaseHook, when set, is told of each phase change of every run: a
+// test's way to inject a fault at a known instant of the window.
+var phaseHook func(p int, at time.Time)
 
 // journalTick writes one tick of the driver to the journal. The first
 // write error is printed at once; returned, it ends the run.

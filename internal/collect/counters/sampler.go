@@ -27,8 +27,6 @@ type Sampler struct {
 	missed   int64 // samples of the window that failed
 	active   int64
 	events   map[eventKey]int64
-	start    time.Time
-	elapsed  time.Duration
 	err      error
 }
 
@@ -122,12 +120,6 @@ func (s *Sampler) Sample(ctx context.Context) error {
 func (s *Sampler) Count(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if on && !s.counting {
-		s.start = time.Now()
-	}
-	if !on && s.counting {
-		s.elapsed += time.Since(s.start)
-	}
 	s.counting = on
 }
 
@@ -168,15 +160,15 @@ func (s *Sampler) Transactions() int64 {
 	return s.all
 }
 
-// DBTime returns the sampled DB time and DB CPU of the window in seconds:
-// average active sessions (and those on CPU) × the part of the window the
-// samples cover (missed samples cover none of it).
-func (s *Sampler) DBTime() (dbTime, cpu float64) {
+// DBTime returns the sampled DB time and DB CPU over secs seconds:
+// average active sessions (and those on CPU) × secs. The averages come
+// from the samples that were answered, so secs is the time the
+// counterpart figures cover (a frozen server's time is in neither).
+func (s *Sampler) DBTime(secs float64) (dbTime, cpu float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rounds == 0 {
 		return 0, 0
 	}
-	secs := s.elapsed.Seconds() * float64(s.rounds) / float64(s.rounds+s.missed)
 	return float64(s.active) / float64(s.rounds) * secs, float64(s.events[eventKey{"CPU", "CPU"}]) / float64(s.rounds) * secs
 }

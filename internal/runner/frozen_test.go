@@ -1,0 +1,151 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// A server frozen (SIGSTOP) inside the window, its statements timing out
+// only after the window's end: no figure is inflated by the time lost,
+// the timed-out statements are the window's timeout errors, and the
+// outage starts at the last answer, not at the timeout. PostgreSQL and
+// MariaDB.
+func TestFrozenWindowFigures(t *testing.T) {
+	servers := map[string]func(t *testing.T) (Target, *managed.Instance){
+		"postgres": func(t *testing.T) (Target, *managed.Instance) { return managedServer(t) },
+		"mariadb":  frozenMariaDB,
+	}
+	for _, name := range []string{"postgres", "mariadb"} {
+		t.Run(name, func(t *testing.T) {
+			tg, inst := servers[name](t)
+			ctx := context.Background()
+			c, out := common(t, tg)
+			if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+				t.Fatalf("load: %v\n%s", err, out)
+			}
+			const users, window, timeout = 4, 10 * time.Second, 3 * time.Second
+			// Frozen 7.5 s into the window: the statements time out at
+			// 10.5 s, after the window ended at 10 s.
+			var frozeAt time.Time
+			// A warm-up, as by default: PostgreSQL's backends report their
+			// counts up to a second late, at the window's start as at its
+			// last reading, so that the lags mostly cancel (without one the
+			// start lags nothing and the profile's rates come out low). The
+			// lags differ by up to a second: 7 s answered keep that within
+			// 15%.
+			o := RunOptions{Common: c, Label: "frozen", Users: users, Duration: window, Warmup: 2 * time.Second,
+				Faults: Faults{StatementTimeout: timeout}, Out: filepath.Join(t.TempDir(), "r.json")}
+			phaseHook = func(p int, at time.Time) {
+				if p == driver.Measure {
+					time.AfterFunc(time.Until(at.Add(7500*time.Millisecond)), func() {
+						frozeAt = time.Now()
+						inst.Signal(syscall.SIGSTOP)
+					})
+				}
+			}
+			defer func() { phaseHook = nil }()
+			defer inst.Signal(syscall.SIGCONT)
+			err := Run(ctx, o)
+			inst.Signal(syscall.SIGCONT)
+			r, rerr := result.Read(o.Out)
+			if rerr != nil {
+				t.Fatalf("no result (run: %v): %v\n%s", err, rerr, out)
+			}
+			if frozeAt.IsZero() {
+				t.Fatal("the server was never frozen")
+			}
+			froze := frozeAt.Sub(r.MeasureStart).Seconds()
+			t.Logf("frozen %.2f s into the %s window; run: %v; warnings %q", froze, window, err, r.Warnings)
+
+			// Point 7: the timeouts are the window's errors, the outage
+			// starts at the last answer.
+			if r.Errors["timeout"] < 1 {
+				t.Errorf("errors %v: want the statements cut by the timeout as class timeout", r.Errors)
+			}
+			if n := len(r.Events); n == 0 || r.Events[n-1].Kind != "outage" {
+				t.Errorf("events %+v: want an outage", r.Events)
+			} else if at := r.Events[n-1].Start.Sub(frozeAt).Seconds(); at < -1 || at > 0.5 {
+				t.Errorf("the outage starts %+.2f s from the freeze, want at the last answer before it", at)
+			}
+
+			// Point 1: each rate of the load profile against the same rate
+			// over the unfrozen part of the window.
+			lp := r.LoadProfile
+			if lp == nil {
+				t.Fatalf("no load profile; warnings %q", r.Warnings)
+			}
+			start := r.MeasureStart.Sub(r.Start).Seconds()
+			unfrozen := func(at, secs float64) bool { return at-secs >= start-0.05 && at <= froze+start }
+			var txs, secs float64
+			for _, iv := range r.Series {
+				if iv.Phase == "measure" && unfrozen(iv.At, iv.Seconds) {
+					txs += float64(iv.Commits + iv.Rollbacks + iv.Errors)
+					secs += iv.Seconds
+				}
+			}
+			var cpu, cpuSecs float64
+			if r.OS != nil {
+				for _, p := range r.OS.Series {
+					at := p.To.Sub(r.Start).Seconds()
+					if p.ServerCPUCores != nil && unfrozen(at, p.IntervalS) {
+						cpu += *p.ServerCPUCores * p.IntervalS
+						cpuSecs += p.IntervalS
+					}
+				}
+			}
+			rate := func(name string) (float64, bool) {
+				l := lp.Line(name)
+				if l == nil || l.PerSecond == nil {
+					return 0, false
+				}
+				return *l.PerSecond, true
+			}
+			near := func(what string, got, want float64) {
+				t.Logf("%s: %.2f/s in the profile, %.2f/s over the unfrozen part", what, got, want)
+				if math.Abs(got-want) > 0.25*want {
+					t.Errorf("%s: %.2f/s in the load profile, %.2f/s over the unfrozen part of the window: more than 25%% apart", what, got, want)
+				}
+			}
+			if got, ok := rate("Transactions"); !ok || secs == 0 {
+				t.Errorf("no transactions rate (%v) or no unfrozen driver interval (%v s)", ok, secs)
+			} else {
+				near("transactions", got, txs/secs)
+			}
+			if got, ok := rate("DB CPU"); ok {
+				if cpuSecs > 0 {
+					near("DB CPU", got, cpu/cpuSecs)
+				}
+				if got > float64(runtime.NumCPU())*1.05 {
+					t.Errorf("DB CPU %.2f s/s on %d CPUs", got, runtime.NumCPU())
+				}
+			}
+			for _, l := range []string{"DB time", "DB time (sampled)"} {
+				if got, ok := rate(l); ok && got > users*1.05 {
+					t.Errorf("%s %.2f s/s with %d sessions", l, got, users)
+				}
+			}
+		})
+	}
+}
+
+// frozenMariaDB starts a managed MariaDB for the test (skipped without
+// one, failed under CI=true) and returns its target and instance.
+func frozenMariaDB(t *testing.T) (Target, *managed.Instance) {
+	tg := managedMariaDB(t)
+	inst, err := managed.StartMariaDB(context.Background(), managed.Options{DataDir: tg.MyData})
+	if err != nil {
+		t.Fatal(fmt.Errorf("managed mariadb: %w", err))
+	}
+	t.Cleanup(func() { inst.Stop() })
+	return Target{URL: inst.URL()}, inst
+}
