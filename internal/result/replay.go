@@ -171,4 +171,7 @@ type EndTable struct {
 	GotRows  int64    `json:"got_rows"`
 	Columns  []string `json:"columns,omitempty"`
 	Cause    string   `json:"cause,omitempty"` // why it differs, when explained
+	// After: the replay's divergent statements that wrote it, when it
+	// differs.
+	After string `json:"after,omitempty"`
 }

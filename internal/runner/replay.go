@@ -214,7 +214,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 			if !o.Filter.Empty() {
 				keep = o.Filter.Keep
 			}
-			if r.Replay.EndState, err = verify(ctx, t, want, causes(c, keep)); err != nil {
+			if r.Replay.EndState, err = verify(ctx, t, want, causes(c, keep), diverged(r.Replay.Outcomes)); err != nil {
 				r.Replay.EndStateSkipped = strings.Join(strings.Fields(err.Error()), " ")
 				r.Warnings = append(r.Warnings, fmt.Sprintf("end state not verified: %v", err))
 			}
@@ -368,9 +368,51 @@ func causes(c *capture.Capture, keep func(*capture.Session) bool) map[string]sna
 	return out
 }
 
+// diverged names, per table, the replayed statements that write it and
+// ended otherwise than in the capture (a new error, one that vanished or
+// changed, a COMMIT that rolled back or committed): a table that then
+// differs differs after them. It stays a difference (they are the
+// replay's divergence), but the report says which statements.
+func diverged(outcomes []result.ReplayOutcome) map[string]string {
+	n := map[string]int64{}
+	first := map[string]string{}
+	for _, o := range outcomes {
+		switch o.Kind {
+		case replay.New, replay.Vanished, replay.Changed:
+		default:
+			continue
+		}
+		table := capture.WrittenTable(o.Fingerprint)
+		if table == "" {
+			continue
+		}
+		n[table] += o.Count
+		if _, ok := first[table]; !ok {
+			state := o.Captured
+			if o.Kind == replay.New {
+				state = o.Replayed
+			}
+			first[table] = fmt.Sprintf("%s %s: %s", o.Kind, state, firstN(o.Fingerprint, 60))
+		}
+	}
+	out := map[string]string{}
+	for table, k := range n {
+		out[table] = fmt.Sprintf("after %d statement(s) writing it ended otherwise than captured (%s)", k, first[table])
+	}
+	return out
+}
+
+func firstN(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
 // verify compares the target with the expected end state; why names the
-// causes the capture knows of tables that may differ.
-func verify(ctx context.Context, t *opened, want *snapshot.Snapshot, why map[string]snapshot.Cause) (*result.EndState, error) {
+// causes the capture knows of tables that may differ, after the
+// statements of the replay's divergence that wrote each table.
+func verify(ctx context.Context, t *opened, want *snapshot.Snapshot, why map[string]snapshot.Cause, after map[string]string) (*result.EndState, error) {
 	c, err := t.ConnectCollector(ctx, snapshotApp)
 	if err != nil {
 		return nil, err
@@ -382,6 +424,7 @@ func verify(ctx context.Context, t *opened, want *snapshot.Snapshot, why map[str
 	}
 	cmp := snapshot.Compare(want, got)
 	cmp.Explain(why)
+	cmp.After(after)
 	es := &result.EndState{Expected: want.Target, Summary: cmp.Summary(), Sequences: cmp.Sequences}
 	for _, d := range cmp.Tables {
 		es.Tables = append(es.Tables, result.EndTable(d))

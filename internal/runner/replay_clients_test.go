@@ -16,6 +16,7 @@ import (
 	"github.com/dbparity/dbparity/internal/snapshot"
 	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/workload/replay"
 )
 
 // recorded is a client's workload as the replay tests need it: the
@@ -257,5 +258,29 @@ func TestEndStateCauses(t *testing.T) {
 	got := causes(c, nil)
 	if len(got) != 2 || !got["events"].Rows || got["public.t"].Rows || !strings.Contains(got["public.t"].Why, "random()") {
 		t.Errorf("causes %+v", got)
+	}
+}
+
+// A table that differs after statements of the replay that wrote it and
+// ended otherwise than captured says so, and still differs.
+func TestEndStateAfterDivergence(t *testing.T) {
+	after := diverged([]result.ReplayOutcome{
+		{Kind: replay.Vanished, Fingerprint: "INSERT INTO sbtest1 (id, k, c, pad) VALUES (...)", Captured: "23505", Count: 12},
+		{Kind: replay.Vanished, Fingerprint: "DELETE FROM sbtest1 WHERE id = ?", Captured: "23505", Count: 3},
+		{Kind: replay.Expected, Fingerprint: "INSERT INTO sbtest2 (id) VALUES (...)", Captured: "23505", Replayed: "23505", Count: 5},
+		{Kind: replay.New, Fingerprint: "SELECT 1/0", Replayed: "22012", Count: 1},
+	})
+	if len(after) != 1 || !strings.HasPrefix(after["sbtest1"], "after 15 statement(s) writing it ended otherwise than captured (vanished error 23505: INSERT INTO sbtest1") {
+		t.Errorf("after %q", after)
+	}
+	cmp := snapshot.Comparison{Tables: []snapshot.TableDiff{{Name: "public.sbtest1", Verdict: snapshot.Differs, WantRows: 10, GotRows: 10, Columns: []string{"k"}},
+		{Name: "public.sbtest2", Verdict: snapshot.Differs, WantRows: 10, GotRows: 10, Columns: []string{"c"}}}}
+	cmp.After(after)
+	if s := cmp.Summary(); !strings.Contains(s, "public.sbtest1: 10 rows alike in number, content differs in k, after 15 statement(s)") ||
+		!strings.Contains(s, "public.sbtest2: 10 rows alike in number, content differs in c;") && !strings.HasSuffix(s, "content differs in c") {
+		t.Errorf("summary %q", s)
+	}
+	if _, _, explained, _ := cmp.Matching(); explained != 0 {
+		t.Error("a table that differs after divergent statements counted as explained")
 	}
 }

@@ -276,6 +276,9 @@ type TableDiff struct {
 	GotRows  int64    `json:"got_rows"`
 	Columns  []string `json:"columns,omitempty"` // the columns whose checksums differ
 	Cause    string   `json:"cause,omitempty"`   // why it differs, when Explained
+	// After names what it differs after, when it differs: the replay's
+	// divergent statements that wrote it.
+	After string `json:"after,omitempty"`
 }
 
 // Cause is why a table may end otherwise than expected.
@@ -284,6 +287,22 @@ type Cause struct {
 	// Rows: the cause explains a different number of rows too (rows the
 	// capture does not hold), not only different values.
 	Rows bool
+}
+
+// After notes, on each table that differs, what it differs after (by
+// table name, schema-qualified or not): it still differs.
+func (c *Comparison) After(after map[string]string) {
+	for i := range c.Tables {
+		t := &c.Tables[i]
+		if t.Verdict != Differs {
+			continue
+		}
+		a, ok := after[t.Name]
+		if _, short, found := strings.Cut(t.Name, "."); !ok && found {
+			a = after[short]
+		}
+		t.After = a
+	}
 }
 
 // Explain marks the tables that differ for a known cause (by table name,
@@ -450,7 +469,11 @@ func (c Comparison) Summary() string {
 	for _, t := range c.Tables {
 		switch t.Verdict {
 		case Differs:
-			bad = append(bad, t.Name+": "+t.difference())
+			d := t.Name + ": " + t.difference()
+			if t.After != "" {
+				d += ", " + t.After
+			}
+			bad = append(bad, d)
 		case Missing:
 			bad = append(bad, t.Name+": missing")
 		case Extra:

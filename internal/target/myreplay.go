@@ -96,14 +96,121 @@ func (r *myReplayConn) Simple(ctx context.Context, text string) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	return myTag(text, n), nil
+}
+
+// Batchable: a text statement alone in its text (a batch joins texts
+// with semicolons). A multi-statement query shows the results that have
+// rows and passes over the others, so a statement without rows ends a
+// batch (a BEGIN may lead one): a failure is then the failing
+// statement's for sure.
+func (r *myReplayConn) Batchable(name, sql string, extended bool) (ok, last bool) {
+	if name != "" || extended || strings.Contains(strings.TrimRight(sql, "; \t\r\n"), ";") {
+		return false, false
+	}
+	return true, !returnsRows(sql) && !isBegin(sql)
+}
+
+func returnsRows(sql string) bool {
+	switch strings.ToUpper(firstWord(sql)) {
+	case "SELECT", "SHOW", "WITH", "VALUES", "TABLE", "DESCRIBE", "DESC", "EXPLAIN":
+		return true
+	}
+	return false
+}
+
+func isBegin(sql string) bool {
+	f := strings.Fields(strings.ToUpper(strings.TrimRight(sql, "; \t\r\n")))
+	return len(f) > 0 && (f[0] == "BEGIN" || (f[0] == "START" && len(f) > 1 && f[1] == "TRANSACTION"))
+}
+
+// Batch sends the texts as one multi-statement query: the server runs
+// them in order and stops at the first that fails. The statements are
+// those Batchable allows: a BEGIN perhaps, statements that return rows,
+// and perhaps one that returns none, last.
+func (r *myReplayConn) Batch(ctx context.Context, stmts []BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+	var q strings.Builder
+	for k, st := range stmts {
+		if k > 0 {
+			q.WriteString(";\n")
+		}
+		q.WriteString(strings.TrimRight(st.SQL, "; \t\r\n"))
+	}
+	last := time.Now()
+	report := func(k int, tag string, err error) {
+		now := time.Now()
+		done(k, tag, err, now.Sub(last))
+		last = now
+	}
+	k := 0
+	if isBegin(stmts[0].SQL) && len(stmts) > 1 {
+		k = 1 // its outcome comes with the next statement's
+	}
+	rows, err := r.c.QueryContext(ctx, q.String())
+	if err != nil {
+		if k == 1 {
+			report(0, "BEGIN", nil)
+		}
+		report(k, "", err)
+		return k + 1, nil
+	}
+	defer rows.Close()
+	if k == 1 {
+		report(0, "BEGIN", nil)
+	}
+	first := true
+	for ; k < len(stmts); k++ {
+		if !returnsRows(stmts[k].SQL) {
+			break // the last: no result of its own
+		}
+		if !first && !rows.NextResultSet() {
+			if err := rows.Err(); err != nil {
+				report(k, "", err)
+				return k + 1, nil
+			}
+			// No more results, no error: the rest ran and returned no
+			// rows after all (a SELECT ... INTO).
+			for ; k < len(stmts); k++ {
+				report(k, myTag(stmts[k].SQL, 0), nil)
+			}
+			return len(stmts), nil
+		}
+		first = false
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			report(k, "", err)
+			return k + 1, nil
+		}
+		report(k, myTag(stmts[k].SQL, n), nil)
+	}
+	if k < len(stmts) {
+		// The last, without rows: its outcome is what follows the results.
+		if !first && rows.NextResultSet() {
+			return k, fmt.Errorf("multi-statement query: a result for %s", firstWord(stmts[k].SQL))
+		}
+		if err := rows.Err(); err != nil {
+			report(k, "", err)
+		} else {
+			report(k, myTag(stmts[k].SQL, 0), nil)
+		}
+		k++
+	}
+	return k, nil
+}
+
+// myTag is a statement's outcome as PostgreSQL's command tags read it.
+func myTag(text string, rows int) string {
 	verb := strings.ToUpper(firstWord(text))
 	switch verb {
 	case "SELECT", "WITH", "SHOW":
-		return "SELECT " + strconv.Itoa(n), nil
+		return "SELECT " + strconv.Itoa(rows)
 	case "":
-		return "OK", nil
+		return "OK"
 	}
-	return verb, nil
+	return verb
 }
 
 func firstWord(s string) string {

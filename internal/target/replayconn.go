@@ -42,6 +42,22 @@ type ReplayConn interface {
 	// Describe prepares sql as the unnamed statement with the parameter
 	// types given (0: inferred) and returns the types the server chose.
 	Describe(ctx context.Context, sql string, types []uint32) ([]uint32, error)
+	// Batchable tells whether a statement can go in a Batch as it is (an
+	// extended-protocol statement, or one named that this connection has
+	// prepared from that text, on PostgreSQL; a single text statement on
+	// MySQL), and whether it must be the batch's last (MySQL: a statement
+	// that returns no rows, whose failure could not be told from the
+	// next one's otherwise).
+	Batchable(name, sql string, extended bool) (ok, last bool)
+	// Batch sends the statements at once, in one round trip, and reports
+	// each one's outcome to done as its answer arrives, with the time
+	// since the previous answer (the first: since the send). The server
+	// runs them in order and stops at the first that fails, as a client's
+	// pipeline up to a sync point: Batch returns how many ran (the failed
+	// one included); the rest were not run and may be sent again. Only
+	// statements of an explicit transaction block belong in one batch: a
+	// failure ends the block's work in either case.
+	Batch(ctx context.Context, stmts []BatchStatement, done func(k int, tag string, err error, took time.Duration)) (ran int, err error)
 	// PID is the connection's backend process id on the server.
 	PID() uint32
 	// Blockers asks the server which backends hold the locks that each
@@ -49,6 +65,15 @@ type ReplayConn interface {
 	// left out.
 	Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error)
 	Close() error
+}
+
+// BatchStatement is one statement of a Batch: named (prepared) when Name
+// is set, else the unnamed extended statement, or text (MySQL).
+type BatchStatement struct {
+	Name   string
+	SQL    string
+	Params []*string
+	Types  []uint32
 }
 
 // ErrReplayDialect is returned when replay is asked of a target that
@@ -202,6 +227,50 @@ func (r *replayConn) Prepared(ctx context.Context, name, sql string, params []*s
 	}
 	res := r.c.ExecPrepared(ctx, name, values(params), nil, nil).Read()
 	return res.CommandTag.String(), res.Err
+}
+
+func (r *replayConn) Batchable(name, sql string, extended bool) (bool, bool) {
+	if name != "" {
+		return r.prepared[name] == sql, false
+	}
+	return extended, false
+}
+
+func (r *replayConn) Batch(ctx context.Context, stmts []BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+	b := &pgconn.Batch{}
+	for _, st := range stmts {
+		if st.Name != "" {
+			b.ExecPrepared(st.Name, values(st.Params), nil, nil)
+		} else {
+			b.ExecParams(st.SQL, values(st.Params), st.Types, nil, nil)
+		}
+	}
+	last := time.Now()
+	mrr := r.c.ExecBatch(ctx, b)
+	ran, failed := 0, false
+	for ran < len(stmts) && mrr.NextResult() {
+		res := mrr.ResultReader().Read()
+		now := time.Now()
+		done(ran, res.CommandTag.String(), res.Err, now.Sub(last))
+		last = now
+		ran++
+		if res.Err != nil {
+			failed = true
+			break
+		}
+	}
+	err := mrr.Close()
+	var pe *pgconn.PgError
+	if err != nil && errors.As(err, &pe) {
+		if !failed && ran < len(stmts) {
+			// The server refused the statement before it ran (a parse or
+			// bind error): that is its outcome.
+			done(ran, "", err, time.Since(last))
+			ran++
+		}
+		err = nil // a statement's outcome, reported
+	}
+	return ran, err
 }
 
 func (r *replayConn) CopyIn(ctx context.Context, sql string) (string, error) {

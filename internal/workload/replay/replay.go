@@ -128,6 +128,7 @@ type play struct {
 	// why is, per capture text, why it is not sent as captured: ""
 	// (sent), or a reason to skip it, or capture.NoCopyData (sent empty).
 	why   []string
+	kinds []int // txKindOf of each capture text
 	start time.Time
 }
 
@@ -146,6 +147,7 @@ func newPlay(o Options) *play {
 		}
 		p.fps = append(p.fps, i)
 		p.why = append(p.why, p.reason(text))
+		p.kinds = append(p.kinds, txKindOf(text))
 	}
 	for i := range c.Sessions {
 		p.keep[i] = o.Keep == nil || o.Keep(&c.Sessions[i])
@@ -308,6 +310,7 @@ func (p *play) session(ctx context.Context, i int) {
 		conn.Close()
 		p.rec.sessionEnded()
 	}()
+	inBlock := false // in an explicit transaction block, as captured
 	for ; next < len(s.Statements); next++ {
 		st := &s.Statements[next]
 		if ctx.Err() != nil {
@@ -334,6 +337,22 @@ func (p *play) session(ctx context.Context, i int) {
 			}
 			waited = w
 		}
+		if batch := p.batchFrom(conn, i, next, inBlock); len(batch) > 1 {
+			ran, ok := p.sendBatch(ctx, conn, i, batch, waited)
+			for _, j := range batch[:ran] {
+				inBlock = blockAfter(inBlock, p.kinds[s.Statements[j].Text])
+			}
+			if !inBlock && p.sync != nil {
+				p.sync.unfree(i)
+			}
+			if !ok {
+				next += ran
+				return
+			}
+			next += ran - 1
+			continue
+		}
+		inBlock = blockAfter(inBlock, p.kinds[st.Text])
 		issued := p.live.begin(i, next)
 		if p.sync != nil {
 			p.sync.issued(i, next)
@@ -367,9 +386,124 @@ func (p *play) session(ctx context.Context, i int) {
 		}
 		p.rec.statement(p.c, i, next, took, lag, waited, tag, err, how)
 		p.completed(i, next)
+		if !inBlock && p.sync != nil {
+			p.sync.unfree(i)
+		}
 	}
 	// Hold the connection until the captured disconnection.
 	sleepUntil(ctx, p.at(s.End))
+}
+
+// maxBatch bounds the statements sent in one round trip.
+const maxBatch = 64
+
+// blockAfter is whether a session is in an explicit transaction block
+// after a statement of this kind.
+func blockAfter(in bool, kind int) bool {
+	switch kind {
+	case txBegin:
+		return true
+	case txCommit, txRollback, txPrepare:
+		return false
+	}
+	return in
+}
+
+// batchFrom returns the statements of session s from i on to send in one
+// round trip, when the replay is behind its schedule: i (due, and free to
+// go) and those after it of the same explicit transaction block that are
+// due already, free to go as far as the synchronisation is concerned,
+// and sent as captured, up to the block's end. Outside a block each
+// statement is its own transaction and goes alone, as it did. Fewer than
+// two: none.
+func (p *play) batchFrom(conn target.ReplayConn, s, i int, inBlock bool) []int {
+	sts := p.c.Sessions[s].Statements
+	if i+1 >= len(sts) || !p.at(sts[i+1].Offset).Before(time.Now()) {
+		return nil // on schedule: each statement at its time
+	}
+	var out []int
+	for j := i; j < len(sts) && len(out) < maxBatch; j++ {
+		st := &sts[j]
+		kind := p.kinds[st.Text]
+		switch {
+		case p.why[st.Text] != "" || st.ParamsTruncated:
+			return out
+		case kind == txBegin && j > i:
+			return out
+		case j > i && (!p.at(st.Offset).Before(time.Now()) || (p.sync != nil && !p.sync.ready(s, j))):
+			return out
+		}
+		ok, last := conn.Batchable(st.Prepared, p.c.Texts[st.Text], st.Extended || st.Prepared != "")
+		if !ok {
+			return out
+		}
+		inBlock = blockAfter(inBlock, kind)
+		if !inBlock && kind != txCommit && kind != txRollback && kind != txPrepare {
+			return out
+		}
+		out = append(out, j)
+		if !inBlock || last {
+			return out // the block's end, or the connection's
+		}
+	}
+	return out
+}
+
+// sendBatch sends the statements idx of session s in one round trip and
+// records each as its answer comes. It returns how many were answered
+// and recorded (at least one unless the replay stopped; the rest go
+// again), and false when the replay stopped.
+func (p *play) sendBatch(ctx context.Context, conn target.ReplayConn, s int, idx []int, waited time.Duration) (int, bool) {
+	sts := p.c.Sessions[s].Statements
+	batch := make([]target.BatchStatement, len(idx))
+	for k, j := range idx {
+		st := &sts[j]
+		batch[k] = target.BatchStatement{Name: st.Prepared, SQL: p.c.Texts[st.Text], Params: st.Params, Types: p.o.Types[st.Text]}
+	}
+	// Each statement counts as sent once the one before it is answered:
+	// what others wait to see sent (a COMMIT, so that they queue behind
+	// it) must not be stuck behind its own session's lock wait.
+	issued := p.live.begin(s, idx[0])
+	if p.sync != nil {
+		p.sync.issued(s, idx[0])
+	}
+	stopped := false
+	record := func(k int, tag string, err error, took time.Duration) {
+		j := idx[k]
+		if ctx.Err() != nil && err != nil {
+			p.rec.skipped(skipStopped)
+			p.completed(s, j)
+			stopped = true
+			return
+		}
+		lag := time.Duration(-1)
+		if p.o.Speed > 0 {
+			lag = max(0, issued.Sub(p.at(sts[j].Offset)))
+		}
+		w := time.Duration(0)
+		if k == 0 {
+			w = waited
+		}
+		p.rec.statement(p.c, s, j, took, lag, w, tag, err, "")
+		p.completed(s, j)
+		if k+1 < len(idx) {
+			p.live.begin(s, idx[k+1])
+			if p.sync != nil {
+				p.sync.issued(s, idx[k+1])
+			}
+		}
+	}
+	ran, err := conn.Batch(ctx, batch, record)
+	if err != nil && ran < len(idx) && !stopped {
+		// The connection failed: the outcome of the statement it was on.
+		record(ran, "", err, p.live.end(s))
+		ran++
+	}
+	p.live.end(s)
+	if stopped || ctx.Err() != nil {
+		return ran, false
+	}
+	return ran, true
 }
 
 // completed marks a statement done for synchronisation.

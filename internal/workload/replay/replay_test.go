@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -25,8 +26,9 @@ type fakeConn struct {
 }
 
 type log struct {
-	mu    sync.Mutex
-	calls []call
+	mu      sync.Mutex
+	calls   []call
+	batches [][]string // each Batch's texts
 }
 
 type call struct {
@@ -69,6 +71,41 @@ func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, _ 
 }
 func (c *fakeConn) CopyIn(_ context.Context, sql string) (string, error) {
 	return c.do("copy", "", sql, nil)
+}
+func (c *fakeConn) Batchable(name, _ string, extended bool) (bool, bool) {
+	return name != "" || extended, false
+}
+
+// Batch runs the statements one by one, logged as if sent alone, and
+// stops at the first that fails, as a pipeline up to its sync point.
+func (c *fakeConn) Batch(_ context.Context, stmts []target.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+	c.logBatch(stmts)
+	return c.run(stmts, done)
+}
+
+func (c *fakeConn) logBatch(stmts []target.BatchStatement) {
+	var texts []string
+	for _, st := range stmts {
+		texts = append(texts, st.SQL+" "+*st.Params[0])
+	}
+	c.log.mu.Lock()
+	c.log.batches = append(c.log.batches, texts)
+	c.log.mu.Unlock()
+}
+
+func (c *fakeConn) run(stmts []target.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+	for k, st := range stmts {
+		kind := "extended"
+		if st.Name != "" {
+			kind = "prepared"
+		}
+		tag, err := c.do(kind, st.Name, st.SQL, st.Params)
+		done(k, tag, err, time.Millisecond)
+		if err != nil {
+			return k + 1, nil
+		}
+	}
+	return len(stmts), nil
 }
 func (c *fakeConn) Describe(context.Context, string, []uint32) ([]uint32, error) { return nil, nil }
 func (c *fakeConn) PID() uint32                                                  { return 0 }
@@ -406,4 +443,101 @@ func TestAdminSkippedCountsOnNeitherSide(t *testing.T) {
 			t.Errorf("session b differs: %+v", d)
 		}
 	}
+}
+
+// A replay behind its schedule sends the due statements of a transaction
+// block in one round trip; one that fails ends the batch, and the rest go
+// again, each once, in order. Statements outside a block, and those of
+// another block, go alone.
+func TestBatchBehindSchedule(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	texts := []string{"BEGIN", "INSERT INTO t VALUES ($1)", "UPDATE t SET v = $1", "COMMIT", "SELECT $1"}
+	var sts []capture.Statement
+	add := func(text int, params ...string) {
+		st := capture.Statement{Offset: time.Duration(len(sts)) * time.Microsecond, Text: text, Extended: text != 0 && text != 3}
+		for _, p := range params {
+			st.Params = append(st.Params, str(p))
+		}
+		sts = append(sts, st)
+	}
+	for tx := 0; tx < 2; tx++ {
+		add(0)
+		for k := 0; k < 4; k++ {
+			add(1, fmt.Sprint(tx*10+k))
+		}
+		add(2, "9")
+		add(3)
+	}
+	add(4, "1") // autocommit, alone
+	add(4, "2")
+	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(time.Millisecond), Texts: texts,
+		Sessions: []capture.Session{{ID: "a", User: "app", Database: "db", End: time.Millisecond, Statements: sts}}}
+	l := &log{}
+	// The second INSERT of the first block fails (as it did not in the
+	// capture: a new error).
+	fail := map[string]string{}
+	conn := func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+		fc := &fakeConn{log: l, sess: "a", fail: fail}
+		return &failOnce{fakeConn: fc, text: texts[1], param: "1"}, nil
+	}
+	r, err := Run(context.Background(), Options{Capture: c, Speed: 1, Connect: conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Replayed != int64(len(sts)) || r.Errors != 1 {
+		t.Errorf("replayed %d of %d, %d errors: want every statement once, one error", r.Replayed, len(sts), r.Errors)
+	}
+	var sent []string
+	for _, c := range l.calls {
+		p := ""
+		if len(c.params) > 0 && c.params[0] != nil {
+			p = *c.params[0]
+		}
+		sent = append(sent, c.sql+" "+p)
+	}
+	var want []string
+	for _, st := range sts {
+		p := ""
+		if len(st.Params) > 0 {
+			p = *st.Params[0]
+		}
+		want = append(want, texts[st.Text]+" "+p)
+	}
+	if fmt.Sprint(sent) != fmt.Sprint(want) {
+		t.Errorf("sent\n%q\nwant\n%q", sent, want)
+	}
+	// BEGIN (simple) goes alone; then INSERT 0, INSERT 1 (fails: the
+	// batch ends), then INSERT 2, 3, UPDATE (COMMIT is simple: alone);
+	// the second block in one batch; the autocommit SELECTs alone.
+	got := fmt.Sprint(l.batches)
+	wantBatches := "[[INSERT INTO t VALUES ($1) 0 INSERT INTO t VALUES ($1) 1 INSERT INTO t VALUES ($1) 2 INSERT INTO t VALUES ($1) 3 UPDATE t SET v = $1 9] " +
+		"[INSERT INTO t VALUES ($1) 2 INSERT INTO t VALUES ($1) 3 UPDATE t SET v = $1 9] " +
+		"[INSERT INTO t VALUES ($1) 10 INSERT INTO t VALUES ($1) 11 INSERT INTO t VALUES ($1) 12 INSERT INTO t VALUES ($1) 13 UPDATE t SET v = $1 9]]"
+	if got != wantBatches {
+		t.Errorf("batches\n%s\nwant\n%s", got, wantBatches)
+	}
+}
+
+// failOnce fails the statement with text and first parameter param once.
+type failOnce struct {
+	*fakeConn
+	text, param string
+	done        bool
+}
+
+func (f *failOnce) Batch(ctx context.Context, stmts []target.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+	f.logBatch(stmts)
+	for k, st := range stmts {
+		if !f.done && st.SQL == f.text && len(st.Params) > 0 && *st.Params[0] == f.param {
+			f.done = true
+			if n, err := f.run(stmts[:k], done); err != nil || n < k {
+				return n, err
+			}
+			f.fail[f.text] = "23505"
+			f.run(stmts[k:k+1], func(_ int, tag string, err error, d time.Duration) { done(k, tag, err, d) })
+			delete(f.fail, f.text)
+			return k + 1, nil
+		}
+	}
+	return f.run(stmts, done)
 }

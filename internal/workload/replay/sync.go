@@ -51,6 +51,11 @@ type syncer struct {
 	prefix     int
 	prefixSent int
 	waiters    map[*waiter]bool
+	// free marks the sessions let go to break a cycle, until their
+	// transaction ends: each of their statements until then would close
+	// the same cycle again (they hold the lock the other session waits
+	// for until they commit).
+	free []bool
 	// added, when set, is told (without blocking) of each new waiter.
 	added chan struct{}
 }
@@ -238,6 +243,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 		}
 	}
 	y.done, y.sent = make([]bool, len(all)), make([]bool, len(all))
+	y.free = make([]bool, len(c.Sessions))
 	return y
 }
 
@@ -283,12 +289,27 @@ func (y *syncer) mark(s, i int, done bool) {
 	}
 }
 
+// ready tells, without waiting, whether statement i of session s may go.
+func (y *syncer) ready(s, i int) bool {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	return y.free[s] || (y.need[s][i] <= y.prefix && y.needSent[s][i] <= y.prefixSent)
+}
+
+// unfree ends session s's freedom from synchronisation (its transaction
+// ended).
+func (y *syncer) unfree(s int) {
+	y.mu.Lock()
+	y.free[s] = false
+	y.mu.Unlock()
+}
+
 // wait blocks until statement i of session s may go: false when ctx ends
 // first. It returns how long it waited.
 func (y *syncer) wait(ctx context.Context, s, i int) (time.Duration, bool) {
 	y.mu.Lock()
 	need, needSent := y.need[s][i], y.needSent[s][i]
-	if need <= y.prefix && needSent <= y.prefixSent {
+	if y.free[s] || (need <= y.prefix && needSent <= y.prefixSent) {
 		y.mu.Unlock()
 		return 0, ctx.Err() == nil
 	}
@@ -368,13 +389,15 @@ func (y *syncer) blocked() []waiting {
 	return out
 }
 
-// release lets session s's waiter go now, whatever it waits for; false
+// release lets session s's waiter go now, whatever it waits for, and
+// its statements after it until its transaction ends (unfree); false
 // when it was not waiting.
 func (y *syncer) release(s int) bool {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	for w := range y.waiters {
 		if w.s == s {
+			y.free[s] = true
 			w.release = true
 			close(w.ch)
 			delete(y.waiters, w)
