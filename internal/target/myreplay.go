@@ -120,8 +120,15 @@ func returnsRows(sql string) bool {
 }
 
 func isBegin(sql string) bool {
-	f := strings.Fields(strings.ToUpper(strings.TrimRight(sql, "; \t\r\n")))
-	return len(f) > 0 && (f[0] == "BEGIN" || (f[0] == "START" && len(f) > 1 && f[1] == "TRANSACTION"))
+	w := firstWord(sql)
+	switch {
+	case strings.EqualFold(w, "BEGIN"):
+		return true
+	case strings.EqualFold(w, "START"):
+		rest := strings.TrimLeft(strings.TrimLeft(sql, " \t\r\n(")[len(w):], " \t\r\n")
+		return len(rest) >= 11 && strings.EqualFold(rest[:11], "TRANSACTION")
+	}
+	return false
 }
 
 // Batch sends the texts as one multi-statement query: the server runs

@@ -179,6 +179,9 @@ func (r *replayConn) Simple(ctx context.Context, sql string) (string, error) {
 // forget drops the prepared statements a DEALLOCATE or DISCARD ALL
 // dropped, so that the name is prepared again when it comes back.
 func (r *replayConn) forget(sql string) {
+	if w := firstWord(sql); !strings.EqualFold(w, "DISCARD") && !strings.EqualFold(w, "DEALLOCATE") {
+		return // most statements: no need to split the whole text
+	}
 	f := strings.Fields(strings.TrimRight(strings.TrimSpace(sql), ";"))
 	if len(f) < 2 {
 		return

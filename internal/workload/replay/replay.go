@@ -152,7 +152,7 @@ func newPlay(o Options) *play {
 	for i := range c.Sessions {
 		p.keep[i] = o.Keep == nil || o.Keep(&c.Sessions[i])
 	}
-	p.rec = newRecorder(c, fps, p.fps, p.keep, p.why, o.Literals)
+	p.rec = newRecorder(c, fps, p.fps, p.kinds, p.keep, p.why, o.Literals)
 	if o.Sync != SyncNone {
 		p.sync = newSyncer(c, o.Sync)
 		p.sync.added = make(chan struct{}, 1)

@@ -113,6 +113,7 @@ type recorder struct {
 	mu       sync.Mutex
 	fps      []Fingerprint
 	fpOf     []int // text index -> fingerprint index
+	kinds    []int // text index -> txKindOf
 	outcomes map[[4]string]*Outcome
 	sessions []sessionCount
 	// capRolledBack marks the captured COMMITs whose transaction had
@@ -138,8 +139,8 @@ type sessionCount struct {
 // newRecorder counts the capture's side. why is, per text, why it is not
 // sent: statements left out by design (administrative, excluded by the
 // user) count on neither side.
-func newRecorder(c *capture.Capture, fps []string, fpOf []int, keep []bool, why []string, literals bool) *recorder {
-	r := &recorder{fpOf: fpOf, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
+func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []bool, why []string, literals bool) *recorder {
+	r := &recorder{fpOf: fpOf, kinds: kinds, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
 		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}, repTx: make([]txState, len(c.Sessions)),
 		keep: keep}
 	for _, f := range fps {
@@ -167,7 +168,7 @@ func newRecorder(c *capture.Capture, fps []string, fpOf []int, keep []bool, why 
 				continue
 			}
 			sc := &r.sessions[si]
-			kind := txKindOf(text)
+			kind := kinds[st.Text]
 			committed, rolledBack := tx.step(kind, st.Error != nil, "")
 			if committed {
 				sc.txCapture++
@@ -232,7 +233,6 @@ func (r *recorder) skipped(reason string) {
 // was not sent as captured (capture.NoCopyData: run without its data).
 func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited time.Duration, tag string, err error, how string) {
 	st := &c.Sessions[s].Statements[i]
-	text := c.Texts[st.Text]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := &r.fps[r.fpOf[st.Text]]
@@ -257,7 +257,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 			want = "?"
 		}
 	}
-	kind := txKindOf(text)
+	kind := r.kinds[st.Text]
 	committed, repRB := r.repTx[s].step(kind, target.AbortsTransaction(err), tag)
 	if committed {
 		sc.txReplay++
