@@ -460,6 +460,7 @@ func (c count) Set(s string) error {
 type sidesFlags struct {
 	aURL, bURL     string
 	aSet, bSet     multi
+	aMySet, bMySet multi
 	labelA, labelB string
 }
 
@@ -468,13 +469,15 @@ func (sf *sidesFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&sf.bURL, "b", "", "target of side B (default --target, or --managed)")
 	fs.Var(&sf.aSet, "a-pg-set", "managed: a server setting name=value for side A only (repeatable)")
 	fs.Var(&sf.bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
+	fs.Var(&sf.aMySet, "a-my-set", "managed mariadb: a server option name=value for side A only (repeatable)")
+	fs.Var(&sf.bMySet, "b-my-set", "managed mariadb: a server option name=value for side B only (repeatable)")
 	fs.StringVar(&sf.labelA, "label-a", "a", "label of side A, the baseline")
 	fs.StringVar(&sf.labelB, "label-b", "b", "label of side B")
 }
 
 // given tells whether any flag of a second side was given.
 func (sf *sidesFlags) given() bool {
-	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0
+	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0 || len(sf.aMySet) > 0 || len(sf.bMySet) > 0
 }
 
 // sides returns the targets of A and B from the common target.
@@ -488,8 +491,10 @@ func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) 
 	}
 	a.PGSet = append(append([]string(nil), a.PGSet...), sf.aSet...)
 	b.PGSet = append(append([]string(nil), b.PGSet...), sf.bSet...)
-	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") {
-		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres")}
+	a.MySet = append(append([]string(nil), a.MySet...), sf.aMySet...)
+	b.MySet = append(append([]string(nil), b.MySet...), sf.bMySet...)
+	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") && strings.Join(sf.aMySet, ",") == strings.Join(sf.bMySet, ",") {
+		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres (--a-my-set / --b-my-set with --managed mariadb)")}
 	}
 	return a, b, nil
 }

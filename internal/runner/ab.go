@@ -31,6 +31,9 @@ type ABOptions struct {
 type abSide struct {
 	t     Target
 	label string
+	// load: the side's own managed server was made for it (sliced
+	// sides that shared one data directory): it is loaded when empty.
+	load bool
 }
 
 // AB runs the rounds and returns the result files in the order written.
@@ -57,7 +60,26 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 			return nil, err
 		}
 	}
-	sides := [2]abSide{{o.A, o.LabelA}, {o.B, o.LabelB}}
+	// A mistyped setting of either side is refused before the first
+	// round, not when its turn comes.
+	for _, t := range []Target{o.A, o.B} {
+		if err := t.validateSettings(); err != nil {
+			return nil, err
+		}
+	}
+	sides := [2]abSide{{t: o.A, label: o.LabelA}, {t: o.B, label: o.LabelB}}
+	if o.Slice > 0 && o.A.Managed != "" && o.A.Managed == o.B.Managed && o.A.dataDir() == o.B.dataDir() {
+		// Sliced sides run at once: each needs its own managed server,
+		// so B gets a data directory of its own, loaded when empty.
+		dir := o.B.dataDir() + "-" + safeName(o.LabelB)
+		if o.B.Managed == "mariadb" {
+			sides[1].t.MyData = dir
+		} else {
+			sides[1].t.PGData = dir
+		}
+		sides[1].load = true
+		fmt.Fprintf(o.Stderr, "%s runs on its own managed %s server, in %s (loaded there when empty)\n", o.LabelB, o.B.Managed, dir)
+	}
 	name := func(s abSide, round int) string {
 		return fmt.Sprintf("%s-%s-%d.json", o.Prefix, safeName(s.label), round)
 	}

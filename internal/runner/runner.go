@@ -74,6 +74,39 @@ type Target struct {
 	Timeout time.Duration
 }
 
+// dataDir is a managed server's data directory, as openTarget uses it.
+func (t Target) dataDir() string {
+	if t.Managed == "mariadb" {
+		return cmp.Or(t.MyData, filepath.Join(DefaultDataDir, "mariadb"))
+	}
+	return cmp.Or(t.PGData, filepath.Join(DefaultDataDir, "pg"))
+}
+
+// validateSettings refuses a managed server's setting that is not
+// name=value (--pg-set, --my-set and their per-side forms).
+func (t Target) validateSettings() error {
+	for _, s := range t.PGSet {
+		if _, _, err := managed.ParseSetting(s); err != nil {
+			return UsageError{fmt.Errorf("--pg-set %s: %w", s, err)}
+		}
+	}
+	for _, s := range t.MySet {
+		if _, _, err := managed.ParseMySetting(s); err != nil {
+			return UsageError{fmt.Errorf("--my-set %s: %w", s, err)}
+		}
+	}
+	if t.Managed == "postgres" {
+		unknown, err := managed.UnknownSettings(t.PGBin, t.PGSet)
+		if err != nil {
+			return err
+		}
+		if len(unknown) > 0 {
+			return usage("--pg-set %s: the server knows no such setting (postgres --describe-config lists them)", strings.Join(unknown, ", "))
+		}
+	}
+	return nil
+}
+
 // connectTimeout is t.Timeout or its default.
 func (t Target) connectTimeout() time.Duration {
 	if t.Timeout <= 0 {

@@ -57,7 +57,9 @@ func slicedRound(ctx context.Context, o ABOptions, sides [2]abSide, outs [2]stri
 		ts[k] = t
 		c := o.Common
 		c.Target = s.t
-		if err := loadOrPrepare(ctx, t, c, o.RunOptions, o.Reload); err != nil {
+		ro := o.RunOptions
+		ro.Load = ro.Load || s.load
+		if err := loadOrPrepare(ctx, t, c, ro, o.Reload); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.label, err)
 		}
 		// Both sides share one workload, whose parameters prepare read

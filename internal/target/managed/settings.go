@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -247,4 +248,39 @@ func freePort(socketDir string) (int, error) {
 		}
 	}
 	return 0, errors.New("find a free port: every port tried has a socket file in " + socketDir)
+}
+
+// UnknownSettings returns the names among settings (name=value, as
+// --pg-set takes them) that the PostgreSQL server in binDir (found as
+// Start finds it when "") does not know, as it lists them itself
+// (postgres --describe-config): a misspelled name is refused before any
+// server starts, not when one fails to. Names with a dot are an
+// extension's and left to it.
+func UnknownSettings(binDir string, settings []string) ([]string, error) {
+	if len(settings) == 0 {
+		return nil, nil
+	}
+	dir, err := findBin(binDir)
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(filepath.Join(dir, "postgres"), "--describe-config").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the server's settings (postgres --describe-config): %w", err)
+	}
+	known := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, _, ok := strings.Cut(line, "\t"); ok {
+			known[strings.ToLower(name)] = true
+		}
+	}
+	var unknown []string
+	for _, s := range settings {
+		name, _, err := ParseSetting(s)
+		if err != nil || strings.Contains(name, ".") || known[name] {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	return unknown, nil
 }
