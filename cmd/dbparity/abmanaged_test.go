@@ -41,3 +41,11 @@ func TestABSlicedManaged(t *testing.T) {
 		t.Errorf("compare of the sides: exit %d, want synchronous_commit among what differs:\n%s", code, out)
 	}
 }
+
+// run --help shows every workload's flags, not only the chosen one's.
+func TestHelpShowsEveryWorkload(t *testing.T) {
+	code, out, _ := dbparity(t, t.TempDir(), "run", "--help")
+	if code != 0 || !strings.Contains(out, "flags of --workload slob") || !strings.Contains(out, "-scale") || !strings.Contains(out, "-warehouses") {
+		t.Errorf("run --help: exit %d, want order-entry's and slob's flags:\n%s", code, out)
+	}
+}

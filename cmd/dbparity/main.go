@@ -261,6 +261,33 @@ func workloadArg(args []string) string {
 	return "order-entry"
 }
 
+// otherWorkloadsHelp lists the flags of the workloads not chosen (their
+// flags exist only with --workload NAME), so that --help shows them all.
+func (c *common) otherWorkloadsHelp(w io.Writer) {
+	if c.opts.Workload == nil {
+		return
+	}
+	for _, name := range workload.Names() {
+		if name == c.workload {
+			continue
+		}
+		other, err := workload.New(name)
+		if err != nil {
+			continue
+		}
+		wf := flag.NewFlagSet(name, flag.ContinueOnError)
+		other.Flags(wf)
+		n := 0
+		wf.VisitAll(func(*flag.Flag) { n++ })
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nflags of --workload %s (given with it):\n", name)
+		wf.SetOutput(w)
+		wf.PrintDefaults()
+	}
+}
+
 // parse parses args, prints help on -h, and fills the common options.
 func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
@@ -268,6 +295,7 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 			fs.SetOutput(os.Stdout)
 			fmt.Fprintf(os.Stdout, "usage: %s [flags]\n\nflags:\n", fs.Name())
 			fs.PrintDefaults()
+			c.otherWorkloadsHelp(os.Stdout)
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see %s --help)", err, fs.Name())}
@@ -334,7 +362,7 @@ func runOptions(args []string) (runner.RunOptions, error) {
 	}
 	o := runner.RunOptions{}
 	runFlags(fs, &o)
-	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
+	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the target's engine and host, postgres@db1)")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-TIME.json)")
 	o.Repeat = 1
 	fs.Var(count{&o.Repeat}, "repeat", "run N times (loading at most once), writing OUT-1.json ... OUT-N.json (default 1)")
@@ -564,7 +592,7 @@ func cmdSweep(ctx context.Context, args []string) error {
 	var sf sidesFlags
 	sf.bind(fs)
 	over := fs.String("over", "", "the parameter and its steps: users=4,8,16 (or users=1..64, doublings), rate=100,200,400, warehouses=1,2,4, cpus=1,2 (a managed server's CPUs)")
-	label := fs.String("label", "", "the platform's name, with one target (default the host name)")
+	label := fs.String("label", "", "the platform's name, with one target (default the target's engine and host, postgres@db1)")
 	until := fs.String("until-cpu", "", "stop after the first step at which the database server's CPU reached this utilisation, for example 85% (users= or rate= sweeps)")
 	o.Repeat = 1
 	fs.Var(count{&o.Repeat}, "repeat", "runs of each side at each step (with two sides: interleaved rounds; 3 give an interval) (default 1)")
@@ -601,9 +629,6 @@ func cmdSweep(ctx context.Context, args []string) error {
 		}
 		o.Sides = []runner.Side{{Target: a, Label: sf.labelA}, {Target: b, Label: sf.labelB}}
 	} else {
-		if *label == "" {
-			*label, _ = os.Hostname()
-		}
 		o.Sides = []runner.Side{{Target: c.opts.Target, Label: *label}}
 	}
 	files, err := runner.Sweep(ctx, o)

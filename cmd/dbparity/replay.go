@@ -168,7 +168,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	warmup := fs.String("warmup", "", "before the measured replay, replay unmeasured the capture's first DURATION (30s), or all of it (all), for the caches; it writes too")
 	fs.StringVar(&o.Verify, "verify", "", "after the replay, compare every table with this end-state snapshot (dbparity snapshot) and report which match")
 	fs.BoolVar(&o.Literals, "show-literals", false, "keep one statement text per fingerprint, literal values included, in the result")
-	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the host name)")
+	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the target's engine and host, postgres@db1)")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-replay-TIME.json)")
 	fs.BoolVar(&o.Force, "force", false, "replace the result file if it exists")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors")

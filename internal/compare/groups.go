@@ -423,7 +423,10 @@ var volatile = []string{"disclosure.storage.free_bytes", "disclosure.database.da
 	"disclosure.database.settings.unix_socket_directories", "disclosure.database.settings.data_directory",
 	"disclosure.database.settings.config_file", "disclosure.database.settings.hba_file", "disclosure.database.settings.ident_file",
 	"disclosure.database.settings.external_pid_file", "disclosure.storage.dir", "disclosure.storage.path",
-	"disclosure.driver_host.cpu.mhz", "target.path"}
+	"disclosure.driver_host.cpu.mhz", "target.path",
+	// A managed MariaDB's paths and port (its data directory's).
+	"disclosure.database.settings.datadir", "disclosure.database.settings.socket", "disclosure.database.settings.pid_file",
+	"disclosure.database.settings.log_error"}
 
 // Volatile tells whether a disclosed fact ("disclosure.database.settings.port")
 // differs between any two runs by construction, saying nothing of the

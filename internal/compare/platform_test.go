@@ -73,3 +73,26 @@ func TestDisclosureDiffDriverHost(t *testing.T) {
 		}
 	}
 }
+
+// A managed server's paths, port and socket differ by construction: they
+// are never "what differs" (PostgreSQL's and MariaDB's), while a setting
+// that matters is.
+func TestDisclosureDiffLeavesOutManagedPaths(t *testing.T) {
+	run := func(dir, port, sync string) *result.Run {
+		r := &result.Run{Disclosure: &result.Disclosure{}}
+		r.Disclosure.Database = &result.Database{Settings: map[string]string{
+			"port": port + " [config]", "unix_socket_directories": dir + " [config]", "data_directory": dir,
+			"datadir": dir + "/ [config]", "socket": dir + "/mysqld.sock [config]", "pid_file": dir + "/postmaster.pid [config]",
+			"log_error": dir + "/server.log [config]", "synchronous_commit": sync + " [config]"}}
+		return r
+	}
+	a := Group{Label: "a", Runs: []*result.Run{run("/tmp/a", "40001", "on")}}
+	b := Group{Label: "b", Runs: []*result.Run{run("/tmp/b", "40002", "off")}}
+	var keys []string
+	for _, d := range DisclosureDiff([]Group{a, b}) {
+		keys = append(keys, d.Key)
+	}
+	if strings.Join(keys, ",") != "disclosure.database.settings.synchronous_commit" {
+		t.Errorf("differences %v, want synchronous_commit only", keys)
+	}
+}

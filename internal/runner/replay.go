@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -90,8 +89,9 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if err := o.Collect.validateDBHost(); err != nil {
 		return err
 	}
-	if o.Label == "" {
-		o.Label, _ = os.Hostname()
+	labelDefault := o.Label == ""
+	if labelDefault {
+		o.Label = DefaultLabel(o.Target)
 	}
 	c, err := capture.Read(o.Capture)
 	if err != nil {
@@ -140,6 +140,9 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		}
 	}
 	fmt.Fprint(o.Stderr, plan(c, o, t.URL, kept))
+	if labelDefault {
+		fmt.Fprintf(o.Stderr, "  %s\n", labelNote(o.Label))
+	}
 	types, typing := typeParams(ctx, c, t, o)
 	if typing.Texts > 0 || typing.Failed > 0 {
 		fmt.Fprintf(o.Stderr, "  parameters typed by inference: %d in %d statement texts (%d executions); %d texts the server could not prepare before the replay run untyped\n",

@@ -73,6 +73,8 @@ type RunOptions struct {
 	// processes (--part I/N); partIDs are its sessions' global ids.
 	Part    *Part
 	partIDs []int
+	// labelDefault: Label is DefaultLabel's, said when the run starts.
+	labelDefault bool
 }
 
 // Faults are the limits that end a run that cannot be trusted.
@@ -177,7 +179,7 @@ func (o *RunOptions) validate() error {
 // ErrInterrupted (after writing the partial result) when ctx is cancelled.
 func Run(ctx context.Context, o RunOptions) error {
 	if o.Label == "" {
-		o.Label, _ = os.Hostname()
+		o.Label, o.labelDefault = DefaultLabel(o.Target), true
 	}
 	if err := o.validate(); err != nil {
 		var ue UsageError
@@ -291,6 +293,9 @@ func repeat(o RunOptions, outs []string, once func(RunOptions) error) error {
 
 // runOnce is one measurement against an opened, loaded target.
 func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string) error {
+	if o.labelDefault && o.Stderr != nil {
+		fmt.Fprintln(o.Stderr, labelNote(o.Label))
+	}
 	r := describe(o, t, serverVersion)
 	if o.Part != nil {
 		// In the journal's header: a part that dies can be recovered and

@@ -74,6 +74,42 @@ type Target struct {
 	Timeout time.Duration
 }
 
+// DefaultLabel names a run given no --label: the target's engine and
+// host ("postgres@db1", "postgres@managed", "mariadb@local", "sqlite"),
+// never this machine's name alone, which reads like a platform's name in
+// every line of a comparison.
+func DefaultLabel(t Target) string {
+	if t.Managed != "" {
+		kind, _, _ := strings.Cut(t.Managed, "@")
+		return kind + "@managed"
+	}
+	raw := t.URL
+	if scheme, _, _ := strings.Cut(raw, ":"); raw == "" || strings.EqualFold(scheme, "sqlite") || strings.EqualFold(scheme, "file") {
+		return "sqlite" // not opened: that could create its file
+	}
+	tg, err := target.Open(raw)
+	if err != nil {
+		return "run"
+	}
+	defer tg.Close()
+	engine := map[target.Dialect]string{target.Postgres: "postgres", target.MySQL: "mysql", target.SQLite: "sqlite"}[tg.Dialect]
+	if tg.Dialect == target.MySQL {
+		if f := tg.Settings["flavor"]; f != "" {
+			engine = f
+		}
+	}
+	host := tg.Host()
+	if host == "" || strings.HasPrefix(host, "/") {
+		host = "local"
+	}
+	return engine + "@" + host
+}
+
+// labelNote says that a run's label is the default one.
+func labelNote(label string) string {
+	return fmt.Sprintf("label %s (a default from the target: --label names the platform)", label)
+}
+
 // dataDir is a managed server's data directory, as openTarget uses it.
 func (t Target) dataDir() string {
 	if t.Managed == "mariadb" {

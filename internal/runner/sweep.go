@@ -24,7 +24,7 @@ var Sweepable = []string{"users", "rate", "warehouses", "cpus"}
 // Side is one platform of a sweep: a target and its label.
 type Side struct {
 	Target Target
-	Label  string
+	Label  string // "": DefaultLabel's, said when the sweep starts
 }
 
 // SweepOptions are the options of `dbparity sweep`.
@@ -112,6 +112,14 @@ func (o *SweepOptions) validate() error {
 // step recorded, before the next step starts: a sweep that stops (Ctrl-C,
 // a failed run) keeps every step it finished.
 func Sweep(ctx context.Context, o SweepOptions) ([]string, error) {
+	defaulted := map[string]bool{}
+	o.Sides = slices.Clone(o.Sides)
+	for k := range o.Sides {
+		if o.Sides[k].Label == "" {
+			o.Sides[k].Label = DefaultLabel(o.Sides[k].Target)
+			defaulted[o.Sides[k].Label] = true
+		}
+	}
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -125,6 +133,11 @@ func Sweep(ctx context.Context, o SweepOptions) ([]string, error) {
 					return nil, UsageError{err}
 				}
 			}
+		}
+	}
+	for _, s := range o.Sides {
+		if defaulted[s.Label] {
+			fmt.Fprintln(o.Stderr, labelNote(s.Label))
 		}
 	}
 	g := rand.New(rand.NewPCG(o.Seed, 0x5EE9))

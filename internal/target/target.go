@@ -130,6 +130,10 @@ type Target struct {
 	counters func() map[string]float64
 }
 
+// Host is the server's (first) host name or address, or its unix socket
+// directory; "" for SQLite.
+func (t *Target) Host() string { return t.host }
+
 // EngineCounters returns cumulative counters that the client side keeps
 // for an embedded engine (SQLite's page cache hits, misses and writes over
 // all connections), keyed "sqlite.NAME"; nil for a server.
