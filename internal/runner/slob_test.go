@@ -44,6 +44,10 @@ func TestSlobOnPostgres(t *testing.T) {
 	if err := Load(ctx, LoadOptions{Common: c}); err != nil {
 		t.Fatalf("load: %v\n%s", err, out.String())
 	}
+	// The load says how many rows share a block: one, counted.
+	if s := out.String(); !strings.Contains(s, "slob_1: 3000 rows, 1.00 per block of 8 KB") {
+		t.Errorf("the load does not report one row per block:\n%s", s)
+	}
 	if err := Check(ctx, c); err != nil {
 		t.Fatalf("check (one row per block): %v\n%s", err, out.String())
 	}

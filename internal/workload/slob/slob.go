@@ -219,15 +219,27 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 			env.Note(fmt.Sprintf("%s after the load: %v (the first run may write the load's blocks)", cp, err))
 		}
 	}
-	// Rows over the table's blocks: cheap at any scale; check counts
-	// the blocks of the rows themselves.
+	// One row per block of the table, counted where the engine can tell
+	// (the rows' own blocks): a load that does not achieve it is refused,
+	// as the method's reads would not be one block each.
 	for _, l := range layouts {
-		blocks := d.TableBytes(ctx, c, l.Name) / int64(l.BlockSize)
-		if blocks <= 0 {
-			continue
+		var total string
+		if blocks := d.TableBytes(ctx, c, l.Name) / int64(l.BlockSize); blocks > 0 {
+			total = fmt.Sprintf(", %d blocks with its index", blocks)
 		}
-		env.Note(fmt.Sprintf("%s: %d rows in %d blocks of %d KB with its index, %.2f rows per block (the method needs 1)",
-			l.Name, s.Scale, blocks, l.BlockSize/1024, float64(s.Scale)/float64(blocks)))
+		per, err := l.RowsPerBlock(ctx, c, d)
+		switch {
+		case errors.Is(err, target.ErrNoBlockCount):
+			env.Note(fmt.Sprintf("%s: %d rows%s (blocks per row not countable here)", l.Name, s.Scale, total))
+		case err != nil:
+			return fmt.Errorf("%s: count its rows per block: %w", l.Name, err)
+		case per > 1.0001:
+			return fmt.Errorf("%s: %.2f rows per block of %d KB after the load: SLOB's method needs one row per block, so that each read is one block",
+				l.Name, per, l.BlockSize/1024)
+		default:
+			env.Note(fmt.Sprintf("%s: %d rows, %.2f per block of %d KB (the method's one row per block)%s",
+				l.Name, s.Scale, per, l.BlockSize/1024, total))
+		}
 	}
 	return workload.WriteMeta(ctx, c, s.Meta(), s.Params())
 }
