@@ -25,6 +25,7 @@ import (
 
 	"github.com/dbparity/dbparity/internal/atomicfile"
 	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
@@ -372,7 +373,12 @@ func runOptions(args []string) (runner.RunOptions, error) {
 	fs.StringVar(&startAt, "start-at", "", "with --part: start every part's warm-up at this `time` (RFC 3339; clocks synchronised) instead of the barrier in the target database")
 	fs.StringVar(&pt.RunID, "run-id", "", "with --part: the run's name in the barrier table dbparity_barrier, the same for all its parts (default the label)")
 	fs.DurationVar(&pt.BarrierTimeout, "barrier-timeout", 10*time.Minute, "with --part: how long to wait for the other parts to register")
+	var cpus int
+	fs.Var(count{&cpus}, "cpus", "with --managed: confine the server to `N` CPUs (the highest numbered), disclosed and the denominator of its CPU utilisation")
 	if err := c.parse(fs, args); err != nil {
+		return o, err
+	}
+	if err := confine(&c.opts.Target, cpus); err != nil {
 		return o, err
 	}
 	if part == "" && (startAt != "" || pt.RunID != "") {
@@ -484,11 +490,26 @@ func (c count) Set(s string) error {
 	return nil
 }
 
+// confine sets a managed server's CPUs to the last n of this host's (n
+// 0: unchanged), as sweep's cpus= steps do.
+func confine(t *runner.Target, n int) error {
+	if n == 0 {
+		return nil
+	}
+	cpus, err := cpuset.Last(n)
+	if err != nil {
+		return runner.UsageError{Err: fmt.Errorf("--cpus %d: %w", n, err)}
+	}
+	t.CPUs = cpus
+	return nil
+}
+
 // sidesFlags are the flags of two sides, A and B, of ab and sweep.
 type sidesFlags struct {
 	aURL, bURL     string
 	aSet, bSet     multi
 	aMySet, bMySet multi
+	aCPUs, bCPUs   int
 	labelA, labelB string
 }
 
@@ -499,13 +520,16 @@ func (sf *sidesFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&sf.bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
 	fs.Var(&sf.aMySet, "a-my-set", "managed mariadb: a server option name=value for side A only (repeatable)")
 	fs.Var(&sf.bMySet, "b-my-set", "managed mariadb: a server option name=value for side B only (repeatable)")
+	fs.Var(count{&sf.aCPUs}, "a-cpus", "managed: confine side A's server to `N` CPUs")
+	fs.Var(count{&sf.bCPUs}, "b-cpus", "managed: confine side B's server to `N` CPUs")
 	fs.StringVar(&sf.labelA, "label-a", "a", "label of side A, the baseline")
 	fs.StringVar(&sf.labelB, "label-b", "b", "label of side B")
 }
 
 // given tells whether any flag of a second side was given.
 func (sf *sidesFlags) given() bool {
-	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0 || len(sf.aMySet) > 0 || len(sf.bMySet) > 0
+	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0 || len(sf.aMySet) > 0 || len(sf.bMySet) > 0 ||
+		sf.aCPUs > 0 || sf.bCPUs > 0
 }
 
 // sides returns the targets of A and B from the common target.
@@ -521,7 +545,14 @@ func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) 
 	b.PGSet = append(append([]string(nil), b.PGSet...), sf.bSet...)
 	a.MySet = append(append([]string(nil), a.MySet...), sf.aMySet...)
 	b.MySet = append(append([]string(nil), b.MySet...), sf.bMySet...)
-	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") && strings.Join(sf.aMySet, ",") == strings.Join(sf.bMySet, ",") {
+	if err := confine(&a, sf.aCPUs); err != nil {
+		return a, b, err
+	}
+	if err := confine(&b, sf.bCPUs); err != nil {
+		return a, b, err
+	}
+	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") && strings.Join(sf.aMySet, ",") == strings.Join(sf.bMySet, ",") &&
+		slices.Equal(a.CPUs, b.CPUs) {
 		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres (--a-my-set / --b-my-set with --managed mariadb)")}
 	}
 	return a, b, nil
@@ -534,6 +565,8 @@ func cmdAB(ctx context.Context, args []string) error {
 	}
 	o := runner.ABOptions{}
 	runFlags(fs, &o.RunOptions)
+	var cpus int
+	fs.Var(count{&cpus}, "cpus", "with --managed: confine both sides' servers to `N` CPUs (--a-cpus, --b-cpus: one side)")
 	var sf sidesFlags
 	sf.bind(fs)
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds: each runs A and B once, in an order drawn from --seed (3 give a verdict; more narrow it)")
@@ -545,6 +578,9 @@ func cmdAB(ctx context.Context, args []string) error {
 	}
 	if len(c.targets) > 1 {
 		return runner.UsageError{Err: errors.New("ab takes one --target (or --a and --b)")}
+	}
+	if err := confine(&c.opts.Target, cpus); err != nil {
+		return err
 	}
 	o.Common = c.opts
 	o.StatementTimeout = c.opts.Target.Timeout

@@ -58,7 +58,7 @@ type Step struct {
 	// CPU is the database server's utilisation (median, % of CPUs; NaN
 	// when not measured), CostMs its CPU milliseconds per transaction.
 	CPU    float64 `json:"cpu_pct"`
-	CPUs   int     `json:"cpus"`
+	CPUs   float64 `json:"cpus"`
 	CostMs float64 `json:"cpu_ms_per_tx"`
 	// P95Ms is the median p95 latency of the first transaction type.
 	P95Ms float64 `json:"p95_ms"`
@@ -360,7 +360,7 @@ func (s *Sweep) equalCPU(at float64) {
 		tps, _ := interpolate(curves[i], at)
 		e := EqualCPU{Label: g.Label, TPS: tps, Ratio: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), CostMs: math.NaN()}
 		if cpus := g.Steps[0].CPUs; cpus > 0 && tps > 0 {
-			e.CostMs = at / 100 * float64(cpus) / tps * 1000
+			e.CostMs = at / 100 * cpus / tps * 1000
 		}
 		if i > 0 && s.EqualCPU[0].TPS > 0 {
 			e.Ratio = tps / s.EqualCPU[0].TPS

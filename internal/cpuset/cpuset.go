@@ -38,7 +38,7 @@ func Last(n int) ([]int, error) {
 		return nil, err
 	}
 	if n < 1 || n > len(all) {
-		return nil, fmt.Errorf("cpus=%d: this host lets dbparity use %d CPU(s) (%s)", n, len(all), Format(all))
+		return nil, fmt.Errorf("%d CPU(s) asked, this host lets dbparity use %d (%s)", n, len(all), Format(all))
 	}
 	return slices.Clone(all[len(all)-n:]), nil
 }

@@ -190,7 +190,7 @@ func firstErrorOf(r *Run) string {
 // compared at (throughput at equal CPU utilisation).
 type CPUUse struct {
 	Pct  float64 // in % of CPUs
-	CPUs int     // the CPUs it is a share of
+	CPUs float64 // the CPUs it is a share of (a cgroup quota may be a fraction)
 	// Server says Pct is the database server's own processes (DB CPU) on
 	// the CPUs it could use; otherwise it is the database host's busy
 	// time, whatever ran there.
@@ -198,14 +198,14 @@ type CPUUse struct {
 }
 
 // Cores is the CPU used, in cores (CPU-seconds per second).
-func (u CPUUse) Cores() float64 { return u.Pct / 100 * float64(u.CPUs) }
+func (u CPUUse) Cores() float64 { return u.Pct / 100 * u.CPUs }
 
 // Basis names what Pct is a share of, for tables.
 func (u CPUUse) Basis() string {
 	if u.Server {
-		return fmt.Sprintf("the server's processes on %d CPU(s)", u.CPUs)
+		return fmt.Sprintf("the server's processes on the %g CPU(s) they may use", u.CPUs)
 	}
-	return fmt.Sprintf("the database host's busy time on %d CPU(s)", u.CPUs)
+	return fmt.Sprintf("the database host's busy time on %g CPU(s)", u.CPUs)
 }
 
 // CPU returns the run's CPU utilisation; false when the collectors did
@@ -216,15 +216,23 @@ func (r *Run) CPU() (CPUUse, bool) {
 		return CPUUse{}, false
 	}
 	w := r.OS.Window
-	cpus := w.NumCPU
+	cpus := float64(w.NumCPU)
 	if n := len(r.Target.CPUs); n > 0 {
-		cpus = n
+		cpus = float64(n)
 	}
 	if cpus <= 0 {
 		return CPUUse{}, false
 	}
 	if w.ServerCPUCores != nil {
-		return CPUUse{Pct: 100 * *w.ServerCPUCores / float64(cpus), CPUs: cpus, Server: true}, true
+		// The CPUs the server may use: those dbparity gave a managed
+		// server, or as its cgroup quota and allowed CPUs (taskset,
+		// cpuset) limit it.
+		if d := r.Disclosure; d != nil {
+			if n := d.Host.Cgroup.ServerCPUs(); n > 0 && n < cpus {
+				cpus = n
+			}
+		}
+		return CPUUse{Pct: 100 * *w.ServerCPUCores / cpus, CPUs: cpus, Server: true}, true
 	}
-	return CPUUse{Pct: w.CPUBusyPct, CPUs: w.NumCPU}, true
+	return CPUUse{Pct: w.CPUBusyPct, CPUs: float64(w.NumCPU)}, true
 }

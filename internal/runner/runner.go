@@ -184,7 +184,7 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	case t.Managed != "" && t.URL != "":
 		return nil, usage("--target and --managed both given: choose one")
 	case t.Managed == "" && len(t.CPUs) > 0:
-		return nil, usage("cpus= confines a managed server's processes: it needs --managed postgres (on another server, set its CPUs yourself and --label each run)")
+		return nil, usage("--cpus (or cpus=) confines a managed server's processes: it needs --managed postgres (on another server, confine it yourself: dbparity discloses its allowed CPUs and cgroup quota)")
 	case t.Managed != "postgres" && (len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != ""):
 		return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
 	case t.Managed != "mariadb" && (len(t.MySet) > 0 || t.MyConf != "" || t.MyData != "" || t.MyBin != "" || t.MyPreset != ""):

@@ -237,7 +237,7 @@ func (o *SweepOptions) stepRun(s Side, step *result.Step, rep int) (RunOptions, 
 	case "cpus":
 		cpus, err := cpuset.Last(int(step.Value))
 		if err != nil {
-			return ro, UsageError{err}
+			return ro, UsageError{fmt.Errorf("cpus=%g: %w", step.Value, err)}
 		}
 		ro.Target.CPUs = cpus
 	case "warehouses":

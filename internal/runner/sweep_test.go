@@ -127,7 +127,7 @@ func TestSweepCPUs(t *testing.T) {
 			t.Errorf("%s: server CPUs %v at step %+v, want %v", f, r.Target.CPUs, r.Step, want)
 		}
 		// The server's CPU cannot exceed the CPUs it was given.
-		if u, ok := r.CPU(); !ok || !u.Server || u.CPUs != len(want) || u.Pct > 105 {
+		if u, ok := r.CPU(); !ok || !u.Server || u.CPUs != float64(len(want)) || u.Pct > 105 {
 			t.Errorf("%s: utilisation %+v", f, u)
 		}
 	}

@@ -48,8 +48,12 @@ type Source interface {
 	Close() error
 }
 
-// localSource reads this host.
-type localSource struct{ r *ostat.Reader }
+// localSource reads this host; pid is the server's main process (0:
+// unknown).
+type localSource struct {
+	r   *ostat.Reader
+	pid int
+}
 
 // NewLocal observes this host; serverPID, when > 0, is the database
 // server's main process, whose tree's CPU and run delay are the server's.
@@ -58,15 +62,17 @@ func NewLocal(serverPID int) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localSource{r}, nil
+	return localSource{r, serverPID}, nil
 }
 
 func (localSource) Name() string                                    { return Local }
 func (s localSource) Read(context.Context) (*ostat.Snapshot, error) { return s.r.Read() }
 func (localSource) Close() error                                    { return nil }
 
-func (localSource) Disclose(_ context.Context, dataDir string) (disclose.HostInfo, *disclose.StorageInfo) {
-	return disclose.Host(disclose.Options{}), disclose.Storage(disclose.Options{}, dataDir)
+// Disclose describes this host, with the server process's cgroup and
+// allowed CPUs when its PID is known (else this process's).
+func (s localSource) Disclose(_ context.Context, dataDir string) (disclose.HostInfo, *disclose.StorageInfo) {
+	return disclose.Host(disclose.Options{PID: s.pid, Server: s.pid > 0}), disclose.Storage(disclose.Options{}, dataDir)
 }
 
 // withServer takes the host's figures from one source and the server

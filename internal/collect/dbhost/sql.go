@@ -159,7 +159,8 @@ func (s *sqlSource) Disclose(ctx context.Context, dataDir string) (disclose.Host
 		return disclose.HostInfo{}, nil
 	}
 	m := s.mirror
-	o := disclose.Options{ProcRoot: m.Path("/proc"), SysRoot: m.Path("/sys"), EtcRoot: m.Path("/etc"), Root: m.Root(), Foreign: true}
+	// "self" there is the server's backend that read the files.
+	o := disclose.Options{ProcRoot: m.Path("/proc"), SysRoot: m.Path("/sys"), EtcRoot: m.Path("/etc"), Root: m.Root(), Foreign: true, Server: true}
 	h := disclose.Host(o)
 	var st *disclose.StorageInfo
 	if dataDir != "" {

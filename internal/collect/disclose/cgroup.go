@@ -34,8 +34,26 @@ type CgroupInfo struct {
 	MemoryLimitFrom  string `json:"memory_limit_from,omitempty"`
 
 	// CPUsAllowed counts the CPUs this process may be scheduled on
-	// (Cpus_allowed_list): a cpuset limits a run as surely as a quota.
-	CPUsAllowed int `json:"cpus_allowed,omitempty"`
+	// (Cpus_allowed_list, CPUsAllowedList as written there): a cpuset or
+	// taskset limits a run as surely as a quota.
+	CPUsAllowed     int    `json:"cpus_allowed,omitempty"`
+	CPUsAllowedList string `json:"cpus_allowed_list,omitempty"`
+	// Of is "server" when these are the database server's process's
+	// limits; "" when this process's (the server's were not seen).
+	Of string `json:"of,omitempty"`
+}
+
+// ServerCPUs is how many CPUs the database server may use, as its cgroup
+// quota and allowed CPUs limit it: 0 when unknown or not the server's.
+func (c CgroupInfo) ServerCPUs() float64 {
+	if c.Of != "server" {
+		return 0
+	}
+	n := float64(c.CPUsAllowed)
+	if c.CPULimit != nil && *c.CPULimit > 0 && (n == 0 || *c.CPULimit < n) {
+		n = *c.CPULimit
+	}
+	return n
 }
 
 // cgroupLine is one line of /proc/<pid>/cgroup: "4:memory:/user.slice".
@@ -107,17 +125,24 @@ type hierarchy struct {
 
 func cgroupFacts(o Options) CgroupInfo {
 	var c CgroupInfo
-	withFile(o.proc("self", "status"), func(r io.Reader) {
+	if o.Server {
+		c.Of = "server"
+	}
+	pid := "self"
+	if o.PID > 0 {
+		pid = strconv.Itoa(o.PID)
+	}
+	withFile(o.proc(pid, "status"), func(r io.Reader) {
 		eachLine(r, func(line string) {
 			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
 				if cpus, err := parseCPUList(v); err == nil {
-					c.CPUsAllowed = len(cpus)
+					c.CPUsAllowed, c.CPUsAllowedList = len(cpus), strings.TrimSpace(v)
 				}
 			}
 		})
 	})
 	var lines []cgroupLine
-	withFile(o.proc("self", "cgroup"), func(r io.Reader) { lines = parseProcCgroup(r) })
+	withFile(o.proc(pid, "cgroup"), func(r io.Reader) { lines = parseProcCgroup(r) })
 	if len(lines) == 0 {
 		return c
 	}
@@ -138,7 +163,7 @@ func cgroupFacts(o Options) CgroupInfo {
 		c.Mode = "v2"
 	}
 	var mounts []mount
-	withFile(o.proc("self", "mountinfo"), func(r io.Reader) { mounts = parseMountinfo(r) })
+	withFile(o.proc(pid, "mountinfo"), func(r io.Reader) { mounts = parseMountinfo(r) })
 
 	if h, ok := findHierarchy(o, lines, mounts, "cpu"); ok {
 		c.CPUController, c.CPUPath = h.version, h.cgroup

@@ -33,6 +33,13 @@ type Options struct {
 	// package hostfs): a directory is then taken as given, since its
 	// symlinks cannot be followed there, and its free space is unknown.
 	Foreign bool
+	// PID is the process whose cgroup and allowed CPUs are disclosed (the
+	// database server's main process); 0 is "self": this process, or in a
+	// foreign copy the server's backend that read it.
+	PID int
+	// Server says that process is the database server's (see
+	// CgroupInfo.Of).
+	Server bool
 }
 
 func (o Options) withDefaults() Options {
