@@ -410,6 +410,9 @@ func hostLine(h disclose.HostInfo) string {
 
 func limitsLine(h disclose.HostInfo) string {
 	var parts []string
+	if c := h.Cgroup; c.Of == "server" && c.CPUsAllowed > 0 && c.CPUsAllowed < h.CPU.Online {
+		parts = append(parts, fmt.Sprintf("server confined to CPUs %s (%d of %d)", c.CPUsAllowedList, c.CPUsAllowed, h.CPU.Online))
+	}
 	if l := h.Cgroup.CPULimit; l != nil {
 		parts = append(parts, fmt.Sprintf("cgroup cpu %.2f CPUs", *l))
 	}

@@ -1,13 +1,16 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/cpuset"
+	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 )
 
@@ -48,6 +51,13 @@ func TestServerCPUsDisclosed(t *testing.T) {
 	cg := confined.Disclosure.Host.Cgroup
 	if cg.Of != "server" || cg.CPUsAllowedList != cpuset.Format(last) || cg.CPUsAllowed != 1 {
 		t.Errorf("the confined server's cgroup facts: %+v", cg)
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, confined); err != nil {
+		t.Fatal(err)
+	}
+	if want := "server confined to CPUs " + cpuset.Format(last); !strings.Contains(text.String(), want) {
+		t.Errorf("show does not say %q:\n%s", want, text.String())
 	}
 	if u, ok := confined.CPU(); !ok || !u.Server || u.CPUs != 1 || u.Pct > 105 {
 		t.Errorf("the confined server's utilisation: %+v (ok %v), want a share of its 1 CPU", u, ok)
