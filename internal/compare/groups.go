@@ -251,20 +251,62 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 	return vs
 }
 
-// boundNotes says which runs were driver-bound: their throughput may be
-// the driver's limit, so a verdict on it is not a platform figure. compare
-// and ab give the verdict and say so beside it, the same way.
+// boundNotes says which runs were driver-bound, shared their database
+// host with other work, or drifted: their throughput may be the driver's
+// limit or the other work's, so a verdict on it is not a platform figure.
+// compare, ab and sweep give the verdict and say so beside it, the same
+// way.
 func boundNotes(gs ...Group) []string {
 	var notes []string
 	for _, g := range gs {
 		for i, r := range g.Runs {
-			if r.Driver.Bound {
-				notes = append(notes, fmt.Sprintf("NOT A PLATFORM FIGURE: %s was driver-bound (%s): its throughput may be the driver's limit; give the driver more CPU or another host",
-					g.Files[i], r.Driver.BoundReason))
-			}
+			notes = append(notes, Caveats(r, fileOf(g, i))...)
 		}
 	}
 	return notes
+}
+
+// fileOf names run i of g: its file, or the group and the run's number
+// when the group was built without files.
+func fileOf(g Group, i int) string {
+	if i < len(g.Files) {
+		return g.Files[i]
+	}
+	return fmt.Sprintf("%s run %d", g.Label, i+1)
+}
+
+// Contended is the CPU, in cores, that processes other than the database
+// server and dbparity used on the database host during r's window, when
+// it is enough to change the figures: a tenth of a core, and a twentieth
+// of the host's CPUs. 0 otherwise.
+func Contended(r *result.Run) float64 {
+	if !r.OS.HasWindow() {
+		return 0
+	}
+	w := r.OS.Window
+	if w.OtherCPUCores >= 0.1 && w.OtherCPUCores >= 0.05*float64(w.NumCPU) {
+		return w.OtherCPUCores
+	}
+	return 0
+}
+
+// Caveats are what makes a run's throughput not a platform figure: the
+// driver was its limit, other processes shared the database host, or it
+// did not hold still; file names the run.
+func Caveats(r *result.Run, file string) []string {
+	var out []string
+	if r.Driver.Bound {
+		out = append(out, fmt.Sprintf("NOT A PLATFORM FIGURE: %s was driver-bound (%s): its throughput may be the driver's limit; give the driver more CPU or another host",
+			file, r.Driver.BoundReason))
+	}
+	if c := Contended(r); c > 0 {
+		out = append(out, fmt.Sprintf("NOT A PLATFORM FIGURE: other processes used %.2f cores of %s's database host during its window: they competed with the workload",
+			c, file))
+	}
+	if d := Drift(r); math.Abs(d) > 0.10 {
+		out = append(out, fmt.Sprintf("NOT STATIONARY: %s's throughput drifted %+.0f%% from the first to the last third of its window: the platform did not hold still", file, 100*d))
+	}
+	return out
 }
 
 // WithinThroughput is a run's own noise in its throughput: the variance
@@ -387,8 +429,42 @@ func RunNotes(g Group) []string {
 		if d := Drift(r); math.Abs(d) > 0.10 {
 			notes = append(notes, fmt.Sprintf("%s: throughput drifted %+.0f%% from the first to the last third of the window (not stationary)", f, 100*d))
 		}
+		if c := Contended(r); c > 0 {
+			notes = append(notes, fmt.Sprintf("%s: other processes used %.2f cores of the database host during the window", f, c))
+		}
 	}
-	return notes
+	return append(notes, WithinGroup(g)...)
+}
+
+// WithinGroup lists the server's facts that change between the runs of
+// one group (its version, a setting, the kernel): a group stands for one
+// platform, and compare's "what differs" reads its first run only.
+func WithinGroup(g Group) []string {
+	if len(g.Runs) < 2 {
+		return nil
+	}
+	first := facts(g.Runs[0])
+	var out []string
+	seen := map[string]bool{}
+	for i, r := range g.Runs[1:] {
+		for k, v := range facts(r) {
+			if seen[k] || Volatile(k) || !platformFact(k) || first[k] == v {
+				continue
+			}
+			seen[k] = true
+			out = append(out, fmt.Sprintf("group %s is not one platform: %s is %q in %s, %q in %s", g.Label, k, first[k], fileOf(g, 0), v, fileOf(g, i+1)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// platformFact: a fact that stays put while one platform is measured
+// (the server's version and settings, the kernel); a sweep's steps
+// change others by design (users, CPUs, warehouses).
+func platformFact(k string) bool {
+	return k == "target.server_version" || k == "disclosure.database.version" || k == "disclosure.host.kernel" ||
+		strings.HasPrefix(k, "disclosure.database.settings.")
 }
 
 // Drift is the change of throughput from the first third of the measured

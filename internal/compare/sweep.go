@@ -34,7 +34,14 @@ type Sweep struct {
 	EqualCPU  []EqualCPU `json:"equal_cpu,omitempty"`
 	EqualNote string     `json:"equal_cpu_note,omitempty"`
 	CPUBasis  string     `json:"cpu_basis,omitempty"` // what the utilisation is a share of
+	// Caveats say what undermines the sweep's headline: runs that were
+	// driver-bound, contended or not stationary, an equal-CPU point below
+	// the studies' range, a utilisation that does not rise with the load.
+	Caveats []string `json:"caveats,omitempty"`
 }
+
+// studiesCPU is the lowest utilisation the studies compare platforms at.
+const studiesCPU = 50
 
 // SweepGroup is one platform's steps.
 type SweepGroup struct {
@@ -166,7 +173,33 @@ func NewSweep(gs []Group, param string, at float64) (*Sweep, error) {
 	} else {
 		s.EqualNote = "throughput at equal CPU utilisation compares platforms of the same CPUs: not a cpus sweep"
 	}
+	s.caveats(gs)
 	return s, nil
+}
+
+// caveats fills s.Caveats from the runs and the curves.
+func (s *Sweep) caveats(gs []Group) {
+	for _, g := range gs {
+		for i, r := range g.Runs {
+			s.Caveats = append(s.Caveats, Caveats(r, fileOf(g, i))...)
+		}
+	}
+	if !math.IsNaN(s.EqualAt) && s.EqualAt < studiesCPU {
+		s.Caveats = append(s.Caveats, fmt.Sprintf("the equal-CPU point is at %.1f%% utilisation, below the %d%% and more the studies compare at: the servers were mostly idle, add load (users, rate)",
+			s.EqualAt, studiesCPU))
+	}
+	if s.Param == "users" || s.Param == "rate" {
+		for _, g := range s.Groups {
+			n := len(g.Steps)
+			if n < 2 || math.IsNaN(g.Steps[0].CPU) || math.IsNaN(g.Steps[n-1].CPU) {
+				continue
+			}
+			if first, last := g.Steps[0].CPU, g.Steps[n-1].CPU; last < 1.1*first {
+				s.Caveats = append(s.Caveats, fmt.Sprintf("%s's CPU utilisation does not rise with %s (%.1f%% at %s=%g, %.1f%% at %g): something else limits it (the driver, locks, IO)",
+					g.Label, s.Param, first, s.Param, g.Steps[0].Value, last, g.Steps[n-1].Value))
+			}
+		}
+	}
 }
 
 func sweepGroup(g Group, param string) (SweepGroup, error) {

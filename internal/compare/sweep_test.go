@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,51 @@ func TestSweepKinds(t *testing.T) {
 	// Utilisation on 1 CPU is a share of that CPU: 0.9 cores used is 90%.
 	if got := s.Groups[0].Steps[0].CPU; math.Abs(got-90) > 1e-9 {
 		t.Errorf("utilisation on 1 CPU %.1f%%, want 90%%", got)
+	}
+}
+
+// What undermines a sweep is said beside its figures: a run whose
+// database host other processes shared, an equal-CPU point where the
+// servers were mostly idle, a utilisation that does not rise with load;
+// and the same contention is a caveat on a comparison's primary verdict.
+func TestSweepCaveats(t *testing.T) {
+	contended := stepRun("b", "users", 4, 300, 26)
+	contended.OS.Window.OtherCPUCores = 1.24
+	a := group("a", stepRun("a", "users", 1, 100, 20), stepRun("a", "users", 4, 390, 40))
+	b := group("b", stepRun("b", "users", 1, 110, 25), contended)
+	s, err := NewSweep([]Group{a, b}, "users", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(s.Caveats, "\n")
+	for _, want := range []string{"NOT A PLATFORM FIGURE: other processes used 1.24 cores of b.json", "the equal-CPU point is at 26.0% utilisation",
+		"b's CPU utilisation does not rise with users"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("caveats lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "a's CPU utilisation does not rise") {
+		t.Errorf("a's utilisation rose from 20%% to 40%%:\n%s", joined)
+	}
+	ga, gb := group("a", stepRun("a", "users", 4, 390, 40)), group("b", contended)
+	vs := Verdicts(ga, gb, Metrics(ga.Runs[0])[:1])
+	if len(vs) == 0 || !vs[0].Primary || !strings.Contains(strings.Join(vs[0].Notes, "\n"), "other processes used 1.24 cores") {
+		t.Errorf("the primary verdict does not carry the contention: %+v", vs)
+	}
+}
+
+// A group whose runs do not share the server's version or settings is not
+// one platform: compare says so (it reads each group's first run for
+// "what differs").
+func TestWithinGroup(t *testing.T) {
+	r1, r2 := stepRun("a", "users", 1, 100, 20), stepRun("a", "users", 2, 190, 38)
+	r1.Target.ServerVersion, r2.Target.ServerVersion = "15.18", "15.20"
+	notes := RunNotes(Group{Label: "a", Runs: []*result.Run{r1, r2}, Files: []string{"a-1.json", "a-2.json"}})
+	if !strings.Contains(strings.Join(notes, "\n"), `group a is not one platform: target.server_version is "15.18" in a-1.json, "15.20" in a-2.json`) {
+		t.Errorf("notes %q", notes)
+	}
+	r2.Target.ServerVersion = "15.18"
+	if n := WithinGroup(Group{Label: "a", Runs: []*result.Run{r1, r2}}); len(n) != 0 {
+		t.Errorf("runs alike but for the swept users: %q", n)
 	}
 }

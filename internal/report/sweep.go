@@ -143,6 +143,13 @@ func (c *Comparison) sweepTables() []Table {
 	if s.Param != "cpus" {
 		ts = append(ts, eq)
 	}
+	if len(s.Caveats) > 0 {
+		cv := Table{Title: "what undermines the sweep's figures", Columns: []string{"caveat"}}
+		for _, c := range s.Caveats {
+			cv.Rows = append(cv.Rows, []string{c})
+		}
+		ts = append(ts, cv)
+	}
 	return ts
 }
 
@@ -170,7 +177,7 @@ func (c *Comparison) sweepHeadlines() []string {
 			out = append(out, line)
 		}
 	}
-	return out
+	return append(out, s.Caveats...)
 }
 
 // stepRatio is a step's throughput ratio against the baseline, with its
