@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/result"
@@ -50,46 +51,56 @@ const minPlatformWait = 0.01
 // second; "" when either group has no database host figures over a
 // measured window (a recovered run has none: absent is not zero).
 func PlatformSentence(base, g Group) string {
-	median := func(gr Group, pw PlatformWait) (float64, bool) {
-		var v []float64
-		for _, r := range gr.Runs {
-			if !r.OS.HasWindow() {
-				continue
-			}
-			if x, ok := pw.Get(r.OS.Window); ok {
-				v = append(v, x)
-			}
+	s, _ := PlatformFinding(base, g)
+	return s
+}
+
+// platformValues are the runs' readings of pw over their windows.
+func platformValues(gr Group, pw PlatformWait) []float64 {
+	var v []float64
+	for _, r := range gr.Runs {
+		if !r.OS.HasWindow() {
+			continue
 		}
-		if len(v) == 0 {
-			return 0, false
+		if x, ok := pw.Get(r.OS.Window); ok {
+			v = append(v, x)
 		}
-		return Median(v), true
 	}
+	return v
+}
+
+// PlatformFinding is PlatformSentence with whether the difference it
+// names passed a test against the runs' own spread: every run of one
+// group (two or more each) on one side of every run of the other, so
+// that a same-host noise difference is not read as a finding.
+func PlatformFinding(base, g Group) (string, bool) {
 	best, bestDiff, any := -1, 0.0, false
 	var bestA, bestB float64
 	for i, pw := range PlatformWaits {
-		a, okA := median(base, pw)
-		b, okB := median(g, pw)
-		if !okA || !okB {
+		va, vb := platformValues(base, pw), platformValues(g, pw)
+		if len(va) == 0 || len(vb) == 0 {
 			continue
 		}
 		any = true
+		a, b := Median(va), Median(vb)
 		if d := b - a; math.Abs(d) > math.Abs(bestDiff) {
 			best, bestDiff, bestA, bestB = i, d, a, b
 		}
 	}
 	switch {
 	case !any:
-		return ""
+		return "", false
 	case math.Abs(bestDiff) < minPlatformWait:
-		return fmt.Sprintf("%s against %s: no platform-side wait differs by more than %.2f s/s", g.Label, base.Label, minPlatformWait)
+		return fmt.Sprintf("%s against %s: no platform-side wait differs by more than %.2f s/s", g.Label, base.Label, minPlatformWait), false
 	}
 	more := "more"
 	if bestDiff < 0 {
 		more = "less"
 	}
+	va, vb := platformValues(base, PlatformWaits[best]), platformValues(g, PlatformWaits[best])
+	tested := len(va) >= 2 && len(vb) >= 2 && (slices.Max(va) < slices.Min(vb) || slices.Max(vb) < slices.Min(va))
 	return fmt.Sprintf("%s's database host %s %.2f s/s %s than %s's (%.3f against %.3f s/s)%s",
-		g.Label, PlatformWaits[best].Name, math.Abs(bestDiff), more, base.Label, bestB, bestA, stealNote(base, g))
+		g.Label, PlatformWaits[best].Name, math.Abs(bestDiff), more, base.Label, bestB, bestA, stealNote(base, g)), tested
 }
 
 // stealNote adds the steal of both when either lost more than 1%.

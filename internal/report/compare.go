@@ -159,7 +159,10 @@ func (c *Comparison) sections() []Table {
 	var ts []Table
 	pw := Table{Title: "where the platform took time (database hosts, group medians)", Columns: []string{"finding"}}
 	for _, g := range c.Groups[1:] {
-		if s := compare.PlatformSentence(base, g); s != "" {
+		if s, tested := compare.PlatformFinding(base, g); s != "" {
+			if !tested && !strings.Contains(s, "no platform-side wait") {
+				s += " (not a finding: within the runs' own spread, or too few runs to tell)"
+			}
 			pw.Rows = append(pw.Rows, []string{s})
 		}
 	}
@@ -215,6 +218,13 @@ func CompareText(w io.Writer, c *Comparison) error {
 	p.f("%s\n", c.title())
 	if d := c.Groups[0].Runs[0].Workload.Disclaimer; d != "" {
 		p.f("  %s\n", d)
+	}
+	// The answer first, as the HTML report gives it.
+	if hs := c.headlines(); len(hs) > 0 {
+		p.f("\n  the answer\n")
+		for _, h := range hs {
+			p.f("    %s\n", h)
+		}
 	}
 	for _, t := range c.Tables() {
 		p.f("\n  %s\n", t.Title)

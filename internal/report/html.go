@@ -334,17 +334,29 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 	}{c.title(), c.Groups[0].Runs[0].Workload.Disclaimer, c.headlines(), c.charts(), c.Tables()})
 }
 
-// headlines are what a manager reads first: each group's primary verdict
-// against the baseline and where its platform took time.
+// headlines are what a manager reads first: the study's one answer with
+// its interval and what undermines it, then where the platform took time
+// when that passed a test against the runs' own spread. A sweep's answer
+// is throughput at equal CPU (or, over CPUs, the gain per doubling); the
+// verdicts at its top step stay in their table. Otherwise each group's
+// primary verdict against the baseline, with its caveats.
 func (c *Comparison) headlines() []string {
 	out := c.sweepHeadlines()
+	sweepAnswer := c.Sweep != nil && len(out) > len(c.Sweep.Caveats)
 	for i, g := range c.Groups[1:] {
-		for _, v := range c.Verdicts[i] {
-			if v.Primary {
-				out = append(out, v.Headline())
+		if !sweepAnswer {
+			for _, v := range c.Verdicts[i] {
+				if v.Primary {
+					out = append(out, v.Headline())
+					for _, n := range v.Notes {
+						if strings.HasPrefix(n, "NOT ") {
+							out = append(out, n)
+						}
+					}
+				}
 			}
 		}
-		if s := compare.PlatformSentence(c.Groups[0], g); s != "" {
+		if s, tested := compare.PlatformFinding(c.Groups[0], g); s != "" && tested {
 			out = append(out, s)
 		}
 	}

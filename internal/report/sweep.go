@@ -160,7 +160,9 @@ func (c *Comparison) sweepHeadlines() []string {
 		return nil
 	}
 	var out []string
-	if s.Scaling {
+	// One answer: throughput at equal CPU where the groups have one; the
+	// gain per doubling otherwise (a sweep over CPUs, or one group).
+	if s.Scaling && (math.IsNaN(s.EqualAt) || len(s.EqualCPU) < 2) {
 		for _, g := range s.Groups {
 			if !math.IsNaN(g.GainPerDoubling) {
 				out = append(out, fmt.Sprintf("%s: each doubling of %s gives %.2fx throughput (%s=%s to %s)", g.Label, s.Param,

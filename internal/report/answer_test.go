@@ -1,0 +1,61 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// One answer per report: a sweep's is throughput at equal CPU (the
+// throughput verdict at its top step stays in its table), and a wait
+// difference that lies within the runs' own spread is no headline.
+func TestOneAnswer(t *testing.T) {
+	var ra, rb []*result.Run
+	var fa, fb []string
+	for _, u := range []float64{1, 2, 4} {
+		for k, scale := range []float64{0.99, 1.01} {
+			a, b := sample(t), sample(t)
+			for _, r := range []*result.Run{a, b} {
+				r.Partial, r.PartialReason = false, ""
+				r.Step = &result.Step{Param: "users", Value: u}
+				r.Driver.Users = int(u)
+				cores := 0.5 * u * scale
+				r.OS.Window.ServerCPUCores = &cores
+			}
+			a.Label, b.Label = "a", "b"
+			for i := range a.Transactions {
+				a.Transactions[i].Committed = int64(float64(a.Transactions[i].Committed) * u * scale)
+				b.Transactions[i].Committed = int64(float64(b.Transactions[i].Committed) * u * scale * 0.9)
+			}
+			// b's host waited more for a CPU in one run only: noise.
+			if k == 0 {
+				b.OS.Window.RunDelayPerS = f(3)
+			}
+			ra, rb = append(ra, a), append(rb, b)
+			fa, fb = append(fa, "a.json"), append(fb, "b.json")
+		}
+	}
+	c, err := NewComparisonWith([]compare.Group{{Label: "a", Runs: ra, Files: fa}, {Label: "b", Runs: rb, Files: fb}}, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := strings.Join(c.headlines(), "\n")
+	if !strings.Contains(hs, "b throughput at equal CPU") {
+		t.Errorf("the sweep's answer is not throughput at equal CPU:\n%s", hs)
+	}
+	if strings.Contains(hs, "b throughput = ") {
+		t.Errorf("a second B/A figure among the headlines:\n%s", hs)
+	}
+	if strings.Contains(hs, "waited for a CPU") {
+		t.Errorf("a difference within the runs' spread as a headline:\n%s", hs)
+	}
+	var text strings.Builder
+	if err := CompareText(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(strings.SplitN(text.String(), "the answer\n", 2)[1], "    b throughput at equal CPU") {
+		t.Errorf("the text report does not open with the answer:\n%s", text.String())
+	}
+}
