@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -34,10 +35,138 @@ type Sweep struct {
 	EqualCPU  []EqualCPU `json:"equal_cpu,omitempty"`
 	EqualNote string     `json:"equal_cpu_note,omitempty"`
 	CPUBasis  string     `json:"cpu_basis,omitempty"` // what the utilisation is a share of
+	// AtEqual are the OS and load-profile figures of each group at the
+	// equal-CPU point, interpolated between the steps around it as
+	// throughput is (study 000's tables 2 and 3).
+	AtEqual []EqualFigure `json:"at_equal_cpu,omitempty"`
 	// Caveats say what undermines the sweep's headline: runs that were
 	// driver-bound, contended or not stationary, an equal-CPU point below
 	// the studies' range, a utilisation that does not rise with the load.
 	Caveats []string `json:"caveats,omitempty"`
+}
+
+// EqualFigure is one figure at the equal-CPU point: per group, in the
+// groups' order (NaN where a group's steps do not give it).
+type EqualFigure struct {
+	Name   string    `json:"name"`
+	Unit   string    `json:"unit"`
+	Values []float64 `json:"values"`
+}
+
+// equalFigures are the figures interpolated at the equal-CPU point: the
+// database host's CPU, disks and network (receive and send apart), and
+// the load profile's per-second lines.
+var equalFigures = []struct {
+	name, unit string
+	get        func(r *result.Run) (float64, bool)
+}{
+	{"host CPU busy", "%", func(r *result.Run) (float64, bool) { return r.OS.Window.CPUBusyPct, r.OS.HasWindow() }},
+	{"database server CPU", "cores", func(r *result.Run) (float64, bool) {
+		if !r.OS.HasWindow() || r.OS.Window.ServerCPUCores == nil {
+			return 0, false
+		}
+		return *r.OS.Window.ServerCPUCores, true
+	}},
+	{"disk reads", "/s", disks(func(d ostat.DiskRates) float64 { return d.ReadsPerS })},
+	{"disk writes", "/s", disks(func(d ostat.DiskRates) float64 { return d.WritesPerS })},
+	{"disk read", "MB/s", disks(func(d ostat.DiskRates) float64 { return d.ReadMBPerS })},
+	{"disk write", "MB/s", disks(func(d ostat.DiskRates) float64 { return d.WriteMBPerS })},
+	{"network receive", "MB/s", nets(func(n ostat.NetRates) float64 { return n.RxMBPerS })},
+	{"network send", "MB/s", nets(func(n ostat.NetRates) float64 { return n.TxMBPerS })},
+}
+
+func disks(f func(ostat.DiskRates) float64) func(*result.Run) (float64, bool) {
+	return func(r *result.Run) (float64, bool) {
+		if !r.OS.HasWindow() {
+			return 0, false
+		}
+		v := 0.0
+		for _, d := range r.OS.Window.Disks {
+			if r.OS.DataDevice == "" || d.Name == r.OS.DataDevice {
+				v += f(d)
+			}
+		}
+		return v, true
+	}
+}
+
+func nets(f func(ostat.NetRates) float64) func(*result.Run) (float64, bool) {
+	return func(r *result.Run) (float64, bool) {
+		if !r.OS.HasWindow() {
+			return 0, false
+		}
+		v := 0.0
+		for _, n := range r.OS.Window.Nets {
+			if n.Name != "lo" {
+				v += f(n)
+			}
+		}
+		return v, true
+	}
+}
+
+// atEqual interpolates each figure at s.EqualAt along each group's curve
+// of (utilisation, figure) over its steps' medians.
+func (s *Sweep) atEqual() {
+	if math.IsNaN(s.EqualAt) {
+		return
+	}
+	figure := func(g SweepGroup, get func(*result.Run) (float64, bool)) float64 {
+		var pts []point
+		for _, st := range g.Steps {
+			var vs []float64
+			for _, r := range st.runs {
+				if v, ok := get(r); ok {
+					vs = append(vs, v)
+				}
+			}
+			if len(vs) > 0 && !math.IsNaN(st.CPU) {
+				pts = append(pts, point{st.CPU, Median(vs)})
+			}
+		}
+		sort.Slice(pts, func(i, j int) bool { return pts[i].cpu < pts[j].cpu })
+		v, _ := interpolate(pts, s.EqualAt)
+		return v
+	}
+	for _, f := range equalFigures {
+		e := EqualFigure{Name: f.name, Unit: f.unit}
+		for _, g := range s.Groups {
+			e.Values = append(e.Values, figure(g, f.get))
+		}
+		s.AtEqual = append(s.AtEqual, e)
+	}
+	// The load profile's lines, per second, by name.
+	var names []string
+	seen := map[string]bool{}
+	for _, g := range s.Groups {
+		for _, st := range g.Steps {
+			for _, r := range st.runs {
+				if r.LoadProfile == nil {
+					continue
+				}
+				for _, l := range r.LoadProfile.Lines {
+					if !seen[l.Name] && l.PerSecond != nil {
+						seen[l.Name] = true
+						names = append(names, l.Name)
+					}
+				}
+			}
+		}
+	}
+	for _, name := range names {
+		e := EqualFigure{Name: name + " (load profile)", Unit: "/s"}
+		get := func(r *result.Run) (float64, bool) {
+			l := r.LoadProfile.Line(name)
+			if l == nil || l.PerSecond == nil {
+				return 0, false
+			}
+			return *l.PerSecond, true
+		}
+		for _, g := range s.Groups {
+			e.Values = append(e.Values, figure(g, get))
+		}
+		s.AtEqual = append(s.AtEqual, e)
+	}
 }
 
 // studiesCPU is the lowest utilisation the studies compare platforms at.
@@ -173,6 +302,7 @@ func NewSweep(gs []Group, param string, at float64) (*Sweep, error) {
 	} else {
 		s.EqualNote = "throughput at equal CPU utilisation compares platforms of the same CPUs: not a cpus sweep"
 	}
+	s.atEqual()
 	s.caveats(gs)
 	return s, nil
 }

@@ -175,3 +175,43 @@ func TestWithinGroup(t *testing.T) {
 		t.Errorf("runs alike but for the swept users: %q", n)
 	}
 }
+
+// The database host's figures at the equal-CPU point are interpolated
+// between the steps around it, as throughput is, with the network's
+// receive and send apart.
+func TestSweepFiguresAtEqualCPU(t *testing.T) {
+	withNet := func(r *result.Run, rx, tx, busy float64) *result.Run {
+		r.OS.Window.Nets = []ostat.NetRates{{Name: "eth0", RxMBPerS: rx, TxMBPerS: tx}, {Name: "lo", RxMBPerS: 99}}
+		r.OS.Window.CPUBusyPct = busy
+		return r
+	}
+	a := group("a", withNet(stepRun("a", "users", 1, 100, 20), 1, 2, 30), withNet(stepRun("a", "users", 2, 200, 60), 3, 6, 70))
+	b := group("b", withNet(stepRun("b", "users", 1, 90, 20), 2, 4, 25), withNet(stepRun("b", "users", 2, 180, 40), 4, 8, 45))
+	s, err := NewSweep([]Group{a, b}, "users", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Equal CPU at 40% (b's highest): a halfway between its steps.
+	got := map[string][]float64{}
+	for _, e := range s.AtEqual {
+		got[e.Name] = e.Values
+	}
+	near := func(name string, want ...float64) {
+		t.Helper()
+		v := got[name]
+		if len(v) != len(want) {
+			t.Fatalf("%s: %v, want %v", name, v, want)
+		}
+		for i := range want {
+			if math.Abs(v[i]-want[i]) > 1e-9 {
+				t.Errorf("%s: %v, want %v", name, v, want)
+			}
+		}
+	}
+	if s.EqualAt != 40 {
+		t.Fatalf("equal CPU at %v%%, want 40", s.EqualAt)
+	}
+	near("network receive", 2, 4)
+	near("network send", 4, 8)
+	near("host CPU busy", 50, 45)
+}

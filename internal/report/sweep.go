@@ -143,6 +143,37 @@ func (c *Comparison) sweepTables() []Table {
 	if s.Param != "cpus" {
 		ts = append(ts, eq)
 	}
+	if len(s.AtEqual) > 0 {
+		at := Table{Title: fmt.Sprintf("at equal CPU (%.1f%%): the database hosts and load profiles, interpolated between the steps around it as throughput is", s.EqualAt),
+			Columns: []string{"figure"}}
+		for i, g := range s.Groups {
+			at.Columns = append(at.Columns, g.Label)
+			if i > 0 {
+				at.Columns = append(at.Columns, g.Label+"/"+base.Label)
+			}
+		}
+		for _, e := range s.AtEqual {
+			row := []string{e.Name + " " + e.Unit}
+			shown := false
+			for i, v := range e.Values {
+				row = append(row, f(v, "%.2f"))
+				shown = shown || !math.IsNaN(v)
+				if i > 0 {
+					ratio := math.NaN()
+					if e.Values[0] > 0 {
+						ratio = v / e.Values[0]
+					}
+					row = append(row, f(ratio, "%.2fx"))
+				}
+			}
+			if shown {
+				at.Rows = append(at.Rows, row)
+			}
+		}
+		if len(at.Rows) > 0 {
+			ts = append(ts, at)
+		}
+	}
 	if len(s.Caveats) > 0 {
 		cv := Table{Title: "what undermines the sweep's figures", Columns: []string{"caveat"}}
 		for _, c := range s.Caveats {
