@@ -59,3 +59,30 @@ func TestOneAnswer(t *testing.T) {
 		t.Errorf("the text report does not open with the answer:\n%s", text.String())
 	}
 }
+
+// AWR's layout side by side: one load profile table with per second and
+// per transaction; the waits of every run with samples, time and share;
+// rows no group has are left out.
+func TestAWRSideBySide(t *testing.T) {
+	a, fa := runs(t, "native", 2, 1)
+	b, fb := runs(t, "vm", 2, 0.9)
+	for _, r := range append(a, b...) {
+		r.Transactions = append(r.Transactions, result.Transaction{Name: "never_ran"})
+	}
+	c := NewComparison([]compare.Group{{Label: "native", Runs: a, Files: fa}, {Label: "vm", Runs: b, Files: fb}})
+	var text strings.Builder
+	if err := CompareText(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, want := range []string{"load profile (per second and per transaction", "native /s", "vm /tx", "time s", "% DB time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+	for _, gone := range []string{"load profile per transaction", "Block changes", "never_ran p95"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("%q is still there:\n%s", gone, out)
+		}
+	}
+}

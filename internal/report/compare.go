@@ -1,12 +1,15 @@
 package report
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -483,8 +486,11 @@ func (c *Comparison) sideBySide() []Table {
 				return math.NaN() // no latency recorded: not a latency of zero
 			}
 		}
-		c.row(&t, name+" p95 ms", c.medians(lat(95)))
-		c.row(&t, name+" p99 ms", c.medians(lat(99)))
+		// A type no group ran (slob's reads at 100% updates) has no row.
+		if p95 := c.medians(lat(95)); !empty(p95) {
+			c.row(&t, name+" p95 ms", p95)
+			c.row(&t, name+" p99 ms", c.medians(lat(99)))
+		}
 	}
 	// Cost: CPU seconds per committed transaction, from the host, the
 	// database server and the driver. Equal throughput bought with more
@@ -538,60 +544,154 @@ func (c *Comparison) sideBySide() []Table {
 
 func (c *Comparison) profiles() []Table {
 	var ts []Table
-	for _, sec := range []struct {
-		title string
-		get   func(r *result.Run) *result.Profile
-		perTx bool
-	}{{"load profile per second", func(r *result.Run) *result.Profile { return r.LoadProfile }, false},
-		{"load profile per transaction", func(r *result.Run) *result.Profile { return r.LoadProfile }, true},
-		{"io profile per second", func(r *result.Run) *result.Profile { return r.IOProfile }, false}} {
-		var first *result.Profile
-		c.each(func(r *result.Run) bool { first = sec.get(r); return first != nil })
-		if first == nil {
-			continue
-		}
-		t := c.header(sec.title)
-		for _, l := range first.Lines {
-			name := l.Name
-			c.row(&t, name+" ("+l.Unit+")", c.medians(func(r *result.Run) float64 {
-				pl := sec.get(r).Line(name)
-				v := (*float64)(nil)
-				if pl != nil {
-					v = pl.PerSecond
-					if sec.perTx {
-						v = pl.PerTx
-					}
-				}
-				if v == nil {
-					return math.NaN()
-				}
-				return *v
-			}))
-		}
-		ts = append(ts, t)
+	if t := c.loadProfile(); t != nil {
+		ts = append(ts, *t)
 	}
-	return ts
+	var first *result.Profile
+	c.each(func(r *result.Run) bool { first = r.IOProfile; return first != nil })
+	if first == nil {
+		return ts
+	}
+	t := c.header("io profile per second")
+	for _, l := range first.Lines {
+		vals := c.medians(profileValue(func(r *result.Run) *result.Profile { return r.IOProfile }, l.Name, false))
+		if !empty(vals) {
+			c.row(&t, l.Name+" ("+l.Unit+")", vals)
+		}
+	}
+	return append(ts, t)
 }
 
+// loadProfile is AWR's load profile side by side: per second and per
+// transaction in one table, each group's median; lines no group has, or
+// that are zero in every group, are left out.
+func (c *Comparison) loadProfile() *Table {
+	var first *result.Profile
+	c.each(func(r *result.Run) bool { first = r.LoadProfile; return first != nil })
+	if first == nil {
+		return nil
+	}
+	t := &Table{Title: "load profile (per second and per transaction, as AWR prints it; medians of each group's runs)", Columns: []string{"figure"}}
+	for _, per := range []string{"/s", "/tx"} {
+		for _, g := range c.Groups {
+			t.Columns = append(t.Columns, g.Label+" "+per)
+		}
+		for _, col := range ratioColumns(c.Groups) {
+			t.Columns = append(t.Columns, col+" "+per)
+		}
+	}
+	get := func(r *result.Run) *result.Profile { return r.LoadProfile }
+	for _, l := range first.Lines {
+		ps := c.medians(profileValue(get, l.Name, false))
+		pt := c.medians(profileValue(get, l.Name, true))
+		if empty(ps) && empty(pt) {
+			continue
+		}
+		var a, b Table
+		c.row(&a, "", ps)
+		c.row(&b, "", pt)
+		t.Rows = append(t.Rows, append(append([]string{l.Name + " (" + l.Unit + ")"}, a.Rows[0][1:]...), b.Rows[0][1:]...))
+	}
+	return t
+}
+
+// profileValue reads one line of a run's profile, per second or per
+// transaction; NaN when the run has no such figure.
+func profileValue(get func(*result.Run) *result.Profile, name string, perTx bool) func(*result.Run) float64 {
+	return func(r *result.Run) float64 {
+		pl := get(r).Line(name)
+		if pl == nil {
+			return math.NaN()
+		}
+		v := pl.PerSecond
+		if perTx {
+			v = pl.PerTx
+		}
+		if v == nil {
+			return math.NaN()
+		}
+		return *v
+	}
+}
+
+// empty: no group has the figure, or it is zero in all of them.
+func empty(vals []float64) bool {
+	for _, v := range vals {
+		if !math.IsNaN(v) && v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// waits are the sampled wait events side by side, as AWR's top timed
+// events: over all runs of each group, each event's samples, its time
+// estimated as samples × the sampling interval, its share of DB time, and
+// its class; the events in any group's top ten, most time first.
 func (c *Comparison) waits() *Table {
 	if !c.each(func(r *result.Run) bool { return r.Waits != nil }) {
 		return nil
 	}
-	t := &Table{Title: "top wait events (% of DB time, first run of each group)", Columns: []string{"group", "AAS", "events"}}
-	for _, g := range c.Groups {
-		ws := g.Runs[0].Waits
-		if ws == nil {
-			t.Rows = append(t.Rows, []string{g.Label, "n/a", "n/a"})
-			continue
+	type key struct{ class, event string }
+	type sum struct {
+		samples map[key]int64
+		active  int64
+		secs    float64 // seconds a sample stands for: the sampling interval
+	}
+	sums := make([]sum, len(c.Groups))
+	for i, g := range c.Groups {
+		s := sum{samples: map[key]int64{}}
+		for _, r := range g.Runs {
+			if r.Waits == nil {
+				continue
+			}
+			s.active += r.Waits.ActiveSamples
+			s.secs = r.Waits.IntervalMs / 1000
+			for _, e := range r.Waits.Events {
+				s.samples[key{e.Class, e.Event}] += e.Samples
+			}
 		}
-		var parts []string
-		for i, e := range ws.Events {
-			if i == 6 {
+		sums[i] = s
+	}
+	top := map[key]bool{}
+	for _, s := range sums {
+		keys := slices.Collect(maps.Keys(s.samples))
+		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(s.samples[b], s.samples[a]) })
+		for k, e := range keys {
+			if k == 10 {
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%s/%s %.0f%%", e.Class, e.Event, e.PctDBTime))
+			top[e] = true
 		}
-		t.Rows = append(t.Rows, []string{g.Label, fmt.Sprintf("%.2f", ws.AvgActiveSessions), strings.Join(parts, ", ")})
+	}
+	keys := slices.Collect(maps.Keys(top))
+	total := func(k key) (n int64) {
+		for _, s := range sums {
+			n += s.samples[k]
+		}
+		return n
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if d := cmp.Compare(total(b), total(a)); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.class+a.event, b.class+b.event)
+	})
+	t := &Table{Title: "top wait events (sampled: every run of each group; time = samples × interval)", Columns: []string{"event", "class"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label+" samples", g.Label+" time s", g.Label+" % DB time")
+	}
+	for _, k := range keys {
+		row := []string{k.event, k.class}
+		for _, s := range sums {
+			if s.active == 0 {
+				row = append(row, "n/a", "n/a", "n/a")
+				continue
+			}
+			n := s.samples[k]
+			row = append(row, fmt.Sprint(n), fmt.Sprintf("%.1f", float64(n)*s.secs), fmt.Sprintf("%.1f", 100*float64(n)/float64(s.active)))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
