@@ -43,6 +43,11 @@ func TestServerCPUsDisclosed(t *testing.T) {
 		return r
 	}
 	free := run("free")
+	// A managed server preloads pg_stat_statements: block changes are
+	// measured, not n/a.
+	if l := free.LoadProfile.Line("Block changes"); l == nil || l.PerSecond == nil || *l.PerSecond <= 0 {
+		t.Errorf("block changes on a managed server: %+v", l)
+	}
 	last := all[len(all)-1:]
 	if err := inst.SetCPUs(last); err != nil { // as taskset -c would
 		t.Fatal(err)

@@ -219,7 +219,7 @@ func (i *Instance) start(ctx context.Context) error {
 }
 
 func (i *Instance) createDatabase(ctx context.Context) error {
-	c, err := pgx.Connect(ctx, i.url("postgres"))
+	c, err := pgx.Connect(ctx, i.url("postgres")+"&application_name=dbparity-managed")
 	if err != nil {
 		return fmt.Errorf("connect to managed postgres: %w", err)
 	}
@@ -228,11 +228,21 @@ func (i *Instance) createDatabase(ctx context.Context) error {
 	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", database).Scan(&exists); err != nil {
 		return fmt.Errorf("look for database %s: %w", database, err)
 	}
-	if exists {
-		return nil
+	if !exists {
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+database); err != nil {
+			return fmt.Errorf("create database %s: %w", database, err)
+		}
 	}
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+database); err != nil {
-		return fmt.Errorf("create database %s: %w", database, err)
+	if i.Settings["shared_preload_libraries"] == "pg_stat_statements" {
+		// Named as dbparity's own, so that a capture leaves it out.
+		dc, err := pgx.Connect(ctx, i.url(database)+"&application_name=dbparity-managed")
+		if err != nil {
+			return fmt.Errorf("connect to managed postgres: %w", err)
+		}
+		defer dc.Close(context.Background())
+		if _, err := dc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			return fmt.Errorf("create extension pg_stat_statements: %w", err)
+		}
 	}
 	return nil
 }

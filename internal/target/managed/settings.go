@@ -205,12 +205,19 @@ func (i *Instance) writeProfile(wanted []setting) error {
 	if i.Loopback {
 		listen = "127.0.0.1"
 	}
-	all := append([]setting{
+	all := []setting{
 		{"listen_addresses", listen},
 		{"unix_socket_directories", i.SocketDir},
 		{"port", strconv.Itoa(port)},
 		{"max_connections", "300"},
-	}, wanted...)
+		// The IO profile's read and write times are measured, not zero.
+		{"track_io_timing", "on"},
+	}
+	if i.hasStatStatements() {
+		// The load profile's block changes and per-statement times.
+		all = append(all, setting{"shared_preload_libraries", "pg_stat_statements"})
+	}
+	all = append(all, wanted...)
 	i.Settings = make(map[string]string, len(all))
 	var b strings.Builder
 	b.WriteString("# written by dbparity on every start of the managed server; edits are lost\n")
@@ -229,6 +236,17 @@ func (i *Instance) writeProfile(wanted []setting) error {
 }
 
 const profileFile = "dbparity.conf"
+
+// hasStatStatements tells whether the server's binaries come with
+// pg_stat_statements (the contrib modules, beside bin/ in lib/).
+func (i *Instance) hasStatStatements() bool {
+	for _, lib := range []string{filepath.Join(i.bin, "..", "lib"), filepath.Join(i.bin, "..", "lib", "postgresql")} {
+		if _, err := os.Stat(filepath.Join(lib, "pg_stat_statements.so")); err == nil {
+			return true
+		}
+	}
+	return false
+}
 
 // freePort picks a loopback TCP port nobody listens on. The server listens
 // on TCP only with Options.Loopback, but the port also names its socket
