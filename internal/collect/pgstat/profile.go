@@ -66,12 +66,19 @@ func loadLines() []counters.Line {
 			a("checkpointer + bgwriter (17+)", 1, "pg_stat_checkpointer.buffers_written", "pg_stat_bgwriter.buffers_clean"),
 			a("checkpointer + bgwriter + backends (15, 16)", 1, "pg_stat_bgwriter.buffers_checkpoint", "pg_stat_bgwriter.buffers_clean", "pg_stat_bgwriter.buffers_backend"),
 		}, true},
+		// AWR's IO requests are the database's own read and write calls,
+		// whether the OS cache served them or not: before 16 PostgreSQL
+		// reads and writes one block per call, so its block counts are its
+		// requests. The devices' requests (every process's, after the
+		// page cache) are the IO profile's device lines.
 		{"Read IO requests", "requests", []counters.Alt{
 			a("pg_stat_io reads (16+)", 1, "pg_stat_io.reads"),
+			a("blocks read, one request each (pg_stat_database.blks_read)", 1, "pg_stat_database.blks_read"),
 			a("device reads (/proc/diskstats, every process)", 1, ExtraDevReads),
 		}, true},
 		{"Write IO requests", "requests", []counters.Alt{
 			a("pg_stat_io writes (16+)", 1, "pg_stat_io.writes"),
+			a("blocks written by checkpointer, bgwriter and backends, one request each (15)", 1, "pg_stat_bgwriter.buffers_checkpoint", "pg_stat_bgwriter.buffers_clean", "pg_stat_bgwriter.buffers_backend"),
 			a("device writes (/proc/diskstats, every process)", 1, ExtraDevWrites),
 		}, true},
 		{"Executes", "calls", []counters.Alt{
