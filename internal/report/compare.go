@@ -677,7 +677,8 @@ func (c *Comparison) waits() *Table {
 		}
 		return cmp.Compare(a.class+a.event, b.class+b.event)
 	})
-	t := &Table{Title: "top wait events (sampled: every run of each group; time = samples × interval)", Columns: []string{"event", "class"}}
+	t := &Table{Title: "top wait events (sampled: every run of each group; time = samples × interval; per-wait time histograms n/a: sampling sees waits, not their lengths)",
+		Columns: []string{"event", "class"}}
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label+" samples", g.Label+" time s", g.Label+" % DB time")
 	}
