@@ -37,13 +37,7 @@ func TestPartsAsJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three driver processes against PostgreSQL")
 	}
-	pgData := managedDataDir(t)
-	dir := filepath.Dir(pgData)
-	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inst.Stop() })
+	dir, inst := partsServer(t)
 	tg := []string{"--target", inst.URL()}
 	if code, _, stderr := dbparity(t, dir, append([]string{"load", "--warehouses", "3"}, tg...)...); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -283,13 +277,7 @@ func TestPartFaultsAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs driver processes against PostgreSQL")
 	}
-	pgData := managedDataDir(t)
-	dir := filepath.Dir(pgData)
-	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inst.Stop() })
+	dir, inst := partsServer(t)
 	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "2", "--target", inst.URL()); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
@@ -429,4 +417,17 @@ func TestPartFaultsAfterKill(t *testing.T) {
 	if code, out, _ := dbparity(t, dir, "show", filepath.Join(dir, "rec.json")); code != 0 || !strings.Contains(out, "PARTIAL (part 1: recovered") {
 		t.Errorf("show of the merged run: exit %d\n%s", code, out)
 	}
+}
+
+// partsServer starts a managed PostgreSQL for a split run's parts and
+// returns the directory to run them in.
+func partsServer(t *testing.T) (string, *managed.Instance) {
+	t.Helper()
+	pgData := managedDataDir(t)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	return filepath.Dir(pgData), inst
 }

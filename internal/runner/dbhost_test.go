@@ -93,11 +93,12 @@ func TestDatabaseHostSources(t *testing.T) {
 				if st.Device == nil || st.Device.Name != want {
 					t.Errorf("data device %+v, locally %q", st.Device, want)
 				}
-				// The device lines of the load profile (and slob's
+				// The device lines of the IO profile (and slob's
 				// sentence on where reads came from) use the database
-				// host's data device.
-				if r.OS.DataDevice == "" || !profileHas(r.LoadProfile, "os.device_writes") {
-					t.Errorf("data device %q; load profile without the device's writes", r.OS.DataDevice)
+				// host's data device; the load profile's IO requests
+				// are the server's own (AWR's meaning).
+				if r.OS.DataDevice == "" || !profileHas(r.IOProfile, "os.device_writes") {
+					t.Errorf("data device %q; IO profile without the device's writes", r.OS.DataDevice)
 				}
 			}
 		})

@@ -289,6 +289,15 @@ type Cause struct {
 	Rows bool
 }
 
+// byName finds a table's entry by its name, schema-qualified or not.
+func byName[T any](m map[string]T, name string) (T, bool) {
+	v, ok := m[name]
+	if _, short, found := strings.Cut(name, "."); !ok && found {
+		v, ok = m[short]
+	}
+	return v, ok
+}
+
 // After notes, on each table that differs, what it differs after (by
 // table name, schema-qualified or not): it still differs.
 func (c *Comparison) After(after map[string]string) {
@@ -297,11 +306,7 @@ func (c *Comparison) After(after map[string]string) {
 		if t.Verdict != Differs {
 			continue
 		}
-		a, ok := after[t.Name]
-		if _, short, found := strings.Cut(t.Name, "."); !ok && found {
-			a = after[short]
-		}
-		t.After = a
+		t.After, _ = byName(after, t.Name)
 	}
 }
 
@@ -313,10 +318,7 @@ func (c *Comparison) Explain(causes map[string]Cause) {
 		if t.Verdict != Differs {
 			continue
 		}
-		cause, ok := causes[t.Name]
-		if _, short, found := strings.Cut(t.Name, "."); !ok && found {
-			cause, ok = causes[short]
-		}
+		cause, ok := byName(causes, t.Name)
 		if ok && (cause.Rows || t.GotRows == t.WantRows) {
 			t.Verdict, t.Cause = Explained, cause.Why
 		}
