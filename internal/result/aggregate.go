@@ -28,6 +28,8 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 		OS: first.OS, DriverOS: first.DriverOS, Parts: parts}
 	if d := first.Disclosure; d != nil {
 		a.Disclosure = &Disclosure{Host: d.Host, HostSource: d.HostSource, DriverHost: d.DriverHost}
+		// One server's CPU limit is not the servers' together.
+		a.Disclosure.Host.Cgroup.Of = ""
 	}
 	a.Driver.Users, a.Driver.Reconnects = 0, 0
 	var dialects, urls, versions []string
@@ -85,7 +87,118 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 	a.Target = Target{Dialect: strings.Join(dialects, "+"), ServerVersion: strings.Join(versions, ", "),
 		URL: fmt.Sprintf("%d targets: %s", len(parts), strings.Join(urls, " "))}
 	a.IO = aggregateIO(parts)
+	a.OS = aggregateOS(parts)
+	if a.Disclosure != nil {
+		a.Disclosure.Database = aggregateDatabase(parts)
+	}
 	return a, nil
+}
+
+// aggregateOS is the first target's database host, with the database
+// servers' CPU the sum of every target's: several servers on one host
+// (each part sees the same host) are all the database's, not "other
+// processes" competing with it. Targets on other hosts add their servers'
+// CPU too; the host figures stay the first's (each part has its own).
+func aggregateOS(parts []*Run) *OS {
+	first := parts[0].OS
+	if !first.HasWindow() || first.Window.ServerCPUCores == nil {
+		return first
+	}
+	os := *first
+	w := os.Window
+	cores := 0.0
+	sameHost := true
+	for _, p := range parts {
+		if !p.OS.HasWindow() || p.OS.Window.ServerCPUCores == nil {
+			return first // a part without its server's CPU: no sum
+		}
+		cores += *p.OS.Window.ServerCPUCores
+		sameHost = sameHost && hostOf(p) == hostOf(parts[0])
+	}
+	w.ServerCPUCores = &cores
+	if w.NumCPU > 0 {
+		pct := 100 * cores / float64(w.NumCPU)
+		w.ServerCPUPct = &pct
+	}
+	if sameHost {
+		w.OtherCPUCores = max(w.OtherCPUCores-(cores-*first.Window.ServerCPUCores), 0)
+		if w.NumCPU > 0 {
+			w.OtherCPUPct = 100 * w.OtherCPUCores / float64(w.NumCPU)
+		}
+	}
+	os.Window = w
+	return &os
+}
+
+// hostOf names the database host a part saw ("" when unknown).
+func hostOf(r *Run) string {
+	if r.Disclosure == nil {
+		return ""
+	}
+	return r.Disclosure.HostSource + ":" + r.Disclosure.Host.Hostname
+}
+
+// aggregateDatabase describes the targets' servers as one: a setting or
+// version the targets share as it is, one they do not as every value with
+// its targets ("off (target 2) | on (targets 1, 3)"), so that "what
+// differs" between two multi-target runs covers every target.
+func aggregateDatabase(parts []*Run) *Database {
+	var dbs []*Database
+	for _, p := range parts {
+		if p.Disclosure == nil || p.Disclosure.Database == nil {
+			return nil
+		}
+		dbs = append(dbs, p.Disclosure.Database)
+	}
+	d := *dbs[0]
+	d.Settings = map[string]string{}
+	keys := map[string]bool{}
+	for _, x := range dbs {
+		for k := range x.Settings {
+			keys[k] = true
+		}
+	}
+	for k := range keys {
+		vals := make([]string, len(dbs))
+		for i, x := range dbs {
+			vals[i] = x.Settings[k]
+		}
+		d.Settings[k] = joinValues(vals)
+	}
+	versions := make([]string, len(dbs))
+	for i, x := range dbs {
+		versions[i] = x.Version
+	}
+	d.Version = joinValues(versions)
+	return &d
+}
+
+// joinValues is the one value all targets have, or each distinct value
+// with the targets that have it.
+func joinValues(vals []string) string {
+	var distinct []string
+	at := map[string][]int{}
+	for i, v := range vals {
+		if _, ok := at[v]; !ok {
+			distinct = append(distinct, v)
+		}
+		at[v] = append(at[v], i+1)
+	}
+	if len(distinct) == 1 {
+		return distinct[0]
+	}
+	var out []string
+	for _, v := range distinct {
+		out = append(out, fmt.Sprintf("%s (%s)", cmpOrAbsent(v), strings.TrimSuffix(targets(at[v], 0), ": ")))
+	}
+	return strings.Join(out, " | ")
+}
+
+func cmpOrAbsent(v string) string {
+	if v == "" {
+		return "absent"
+	}
+	return v
 }
 
 // tally sums runs' measured counts and merges their latency histograms

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -193,7 +194,7 @@ func TestSessionsFromThreadsPerSchema(t *testing.T) {
 func TestMultiTargetSlob(t *testing.T) {
 	ctx := context.Background()
 	a, _ := managedServer(t)
-	b, _ := managedServer(t)
+	b, _ := managedServer(t, "synchronous_commit=off")
 	var out bytesBuffer
 	c := Common{Workload: slob(t, "--scale", "2000", "--work-unit", "4", "--update-pct", "20"), Seed: 1, Stdout: &out, Stderr: &out}
 	updated := func(tg Target) (n float64) {
@@ -264,5 +265,20 @@ func TestMultiTargetSlob(t *testing.T) {
 	}
 	if s := out.String(); !strings.Contains(s, "targets (driven at once") {
 		t.Errorf("summary has no targets table:\n%s", s)
+	}
+	// Both servers are the database's: their CPU is summed, not counted
+	// as other processes competing with the first; and a setting only
+	// one target has is in the aggregate's disclosure, with its target.
+	w, w1, w2 := r.OS.Window, r.Parts[0].OS.Window, r.Parts[1].OS.Window
+	if w.ServerCPUCores == nil || w1.ServerCPUCores == nil || w2.ServerCPUCores == nil ||
+		math.Abs(*w.ServerCPUCores-*w1.ServerCPUCores-*w2.ServerCPUCores) > 1e-9 {
+		t.Errorf("aggregate server CPU %v, parts %v and %v", w.ServerCPUCores, w1.ServerCPUCores, w2.ServerCPUCores)
+	} else if w.OtherCPUCores > max(w1.OtherCPUCores-*w2.ServerCPUCores, 0)+1e-9 {
+		t.Errorf("aggregate other CPU %.3f: the second server's %.3f cores still counted as other (part 1: %.3f)",
+			w.OtherCPUCores, *w2.ServerCPUCores, w1.OtherCPUCores)
+	}
+	if d := r.Disclosure; d == nil || d.Database == nil || !strings.Contains(d.Database.Settings["synchronous_commit"], "off") ||
+		!strings.Contains(d.Database.Settings["synchronous_commit"], "(target 2)") {
+		t.Errorf("the aggregate's disclosure does not show target 2's synchronous_commit: %+v", d)
 	}
 }
