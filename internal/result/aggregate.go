@@ -97,8 +97,10 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 // aggregateOS is the first target's database host, with the database
 // servers' CPU the sum of every target's: several servers on one host
 // (each part sees the same host) are all the database's, not "other
-// processes" competing with it. Targets on other hosts add their servers'
-// CPU too; the host figures stay the first's (each part has its own).
+// processes" competing with it. Targets on hosts of their own add their
+// servers' CPU too, over all the hosts' CPUs, with the hosts' busy share
+// together; the other host figures stay the first's (each part has its
+// own).
 func aggregateOS(parts []*Run) *OS {
 	first := parts[0].OS
 	if !first.HasWindow() || first.Window.ServerCPUCores == nil {
@@ -114,6 +116,22 @@ func aggregateOS(parts []*Run) *OS {
 		}
 		cores += *p.OS.Window.ServerCPUCores
 		sameHost = sameHost && hostOf(p) == hostOf(parts[0])
+	}
+	if !sameHost {
+		// Hosts of their own: the CPUs are all of theirs, and the busy
+		// share theirs together (each host counted once).
+		seen := map[string]bool{}
+		cpus, busy := 0, 0.0
+		for _, p := range parts {
+			if h := hostOf(p); !seen[h] {
+				seen[h] = true
+				cpus += p.OS.Window.NumCPU
+				busy += p.OS.Window.CPUBusyPct / 100 * float64(p.OS.Window.NumCPU)
+			}
+		}
+		if cpus > 0 {
+			w.NumCPU, w.CPUBusyPct = cpus, 100*busy/float64(cpus)
+		}
 	}
 	w.ServerCPUCores = &cores
 	if w.NumCPU > 0 {

@@ -2,12 +2,14 @@ package result
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 )
@@ -181,4 +183,29 @@ func FuzzRead(f *testing.F) {
 			tx.Latency.Decode()
 		}
 	})
+}
+
+// A multi-target run's servers' CPU is summed; on one host the other
+// servers are not "other processes", on hosts of their own the CPUs are
+// all the hosts'.
+func TestAggregateServerCPU(t *testing.T) {
+	part := func(host string, server, other float64) *Run {
+		r := &Run{Workload: Workload{Name: "w"}, Disclosure: &Disclosure{HostSource: "sql", Host: disclose.HostInfo{Hostname: host}},
+			OS: &OS{Window: ostat.Rates{IntervalS: 10, NumCPU: 2, CPUBusyPct: 50, ServerCPUCores: &server, OtherCPUCores: other}}}
+		return r
+	}
+	a, err := Aggregate("one", []*Run{part("h", 0.5, 0.6), part("h", 0.4, 0.7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := a.OS.Window; *w.ServerCPUCores != 0.9 || math.Abs(w.OtherCPUCores-0.2) > 1e-9 || w.NumCPU != 2 {
+		t.Errorf("one host: server %v, other %v, %d CPUs", *w.ServerCPUCores, w.OtherCPUCores, w.NumCPU)
+	}
+	b, err := Aggregate("two", []*Run{part("h1", 0.5, 0.1), part("h2", 0.4, 0.1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := b.OS.Window; *w.ServerCPUCores != 0.9 || w.NumCPU != 4 || w.OtherCPUCores != 0.1 || *w.ServerCPUPct != 22.5 {
+		t.Errorf("two hosts: server %v (%v%%), other %v, %d CPUs", *w.ServerCPUCores, *w.ServerCPUPct, w.OtherCPUCores, w.NumCPU)
+	}
 }
