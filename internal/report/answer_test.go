@@ -86,3 +86,40 @@ func TestAWRSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// Runs that each drove several targets at once get the scale-out table:
+// targets, throughput in total and per target, and the efficiency of the
+// targets added.
+func TestOverHosts(t *testing.T) {
+	agg := func(label string, n int) *result.Run {
+		var parts []*result.Run
+		for range n {
+			p := sample(t)
+			p.Partial, p.PartialReason = false, ""
+			parts = append(parts, p)
+		}
+		r, err := result.Aggregate(label, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	c := NewComparison([]compare.Group{{Label: "four", Runs: []*result.Run{agg("four", 4)}, Files: []string{"four.json"}},
+		{Label: "eight", Runs: []*result.Run{agg("eight", 8)}, Files: []string{"eight.json"}}})
+	var text strings.Builder
+	if err := CompareText(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, want := range []string{"over the targets", "targets"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+	if f := strings.Fields(strings.SplitN(out, "efficiency of the targets added", 2)[1]); len(f) < 7 || f[5] != "100%" || f[6] != "100%" {
+		t.Errorf("efficiency %q, want 100%% for twice the targets at twice the throughput:\n%s", f, out)
+	}
+	if f := strings.Fields(strings.SplitN(out, "\n    targets", 2)[1]); len(f) < 3 || f[0] != "4" || f[1] != "8" || f[2] != "2.00x" {
+		t.Errorf("targets row %q", f)
+	}
+}

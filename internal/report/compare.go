@@ -180,6 +180,9 @@ func (c *Comparison) sections() []Table {
 		}
 	}
 	ts = append(ts, side...)
+	if t := c.overHosts(); t != nil {
+		ts = append(ts, *t)
+	}
 	ts = append(ts, c.profiles()...)
 	if t := c.waits(); t != nil {
 		ts = append(ts, *t)
@@ -560,6 +563,71 @@ func (c *Comparison) profiles() []Table {
 		}
 	}
 	return append(ts, t)
+}
+
+// overHosts is the scale-out studies' table, when a group drove several
+// targets at once: per group, the targets, and in total and per target
+// the throughput, p95, the servers' CPU and the physical reads; against
+// the baseline, the efficiency of adding targets (throughput ratio over
+// target ratio). The medians of each group's runs.
+func (c *Comparison) overHosts() *Table {
+	if !c.each(func(r *result.Run) bool { return len(r.Parts) > 1 }) {
+		return nil
+	}
+	targets := func(r *result.Run) float64 { return float64(max(len(r.Parts), 1)) }
+	perTarget := func(f func(r *result.Run) float64) func(r *result.Run) float64 {
+		return func(r *result.Run) float64 { return f(r) / targets(r) }
+	}
+	tps := func(r *result.Run) float64 { return r.Summarize().TPS }
+	cores := func(r *result.Run) float64 {
+		if !r.OS.HasWindow() || r.OS.Window.ServerCPUCores == nil {
+			return math.NaN()
+		}
+		return *r.OS.Window.ServerCPUCores
+	}
+	reads := func(r *result.Run) float64 {
+		if r.IO == nil || r.IO.PhysicalReads == nil {
+			return math.NaN()
+		}
+		return *r.IO.PhysicalReads
+	}
+	p95 := func(r *result.Run) float64 {
+		if len(r.Transactions) == 0 || r.Transactions[0].Latency.Count == 0 {
+			return math.NaN()
+		}
+		return r.Transactions[0].Latency.P95Ms
+	}
+	t := c.header("over the targets (several database hosts driven at once: in total and per target)")
+	n := c.medians(targets)
+	c.row(&t, "targets", n)
+	for i, v := range n { // counts, not measurements
+		t.Rows[len(t.Rows)-1][1+i] = fmt.Sprintf("%g", v)
+	}
+	c.row(&t, "transactions/s", c.medians(tps))
+	c.row(&t, "transactions/s per target", c.medians(perTarget(tps)))
+	c.row(&t, "p95 ms (first transaction type, every target merged)", c.medians(p95))
+	c.row(&t, "database servers CPU (cores)", c.medians(cores))
+	c.row(&t, "database servers CPU per target (cores)", c.medians(perTarget(cores)))
+	c.row(&t, "physical reads/s", c.medians(reads))
+	c.row(&t, "physical reads/s per target", c.medians(perTarget(reads)))
+	total := c.medians(tps)
+	eff := []float64{1}
+	for i := 1; i < len(total); i++ {
+		eff = append(eff, total[i]/total[0]/(n[i]/n[0]))
+	}
+	row := []string{"efficiency of the targets added (throughput ratio / targets ratio)"}
+	for _, e := range eff {
+		if math.IsNaN(e) || math.IsInf(e, 0) {
+			row = append(row, "n/a")
+			continue
+		}
+		row = append(row, fmt.Sprintf("%.0f%%", 100*e))
+	}
+	for range eff[1:] {
+		row = append(row, "")
+	}
+	t.Rows = append(t.Rows, row)
+	return &t
 }
 
 // loadProfile is AWR's load profile side by side: per second and per
