@@ -303,7 +303,7 @@ func Caveats(r *result.Run, file string) []string {
 		out = append(out, fmt.Sprintf("NOT A PLATFORM FIGURE: other processes used %.2f cores of %s's database host during its window: they competed with the workload",
 			c, file))
 	}
-	if d := Drift(r); math.Abs(d) > 0.10 {
+	if d := Drift(r); math.Abs(d) > driftLimit {
 		out = append(out, fmt.Sprintf("NOT STATIONARY: %s's throughput drifted %+.0f%% from the first to the last third of its window: the platform did not hold still", file, 100*d))
 	}
 	return out
@@ -426,7 +426,7 @@ func RunNotes(g Group) []string {
 		if r.OS.HasWindow() && r.OS.Window.CPUStealPct > 2 {
 			notes = append(notes, fmt.Sprintf("%s: %.1f%% of the CPU was stolen by the hypervisor", f, r.OS.Window.CPUStealPct))
 		}
-		if d := Drift(r); math.Abs(d) > 0.10 {
+		if d := Drift(r); math.Abs(d) > driftLimit {
 			notes = append(notes, fmt.Sprintf("%s: throughput drifted %+.0f%% from the first to the last third of the window (not stationary)", f, 100*d))
 		}
 		if c := Contended(r); c > 0 {
@@ -466,6 +466,9 @@ func platformFact(k string) bool {
 	return k == "target.server_version" || k == "disclosure.database.version" || k == "disclosure.host.kernel" ||
 		strings.HasPrefix(k, "disclosure.database.settings.")
 }
+
+// driftLimit is the drift beyond which a run did not hold still.
+const driftLimit = 0.10
 
 // Drift is the change of throughput from the first third of the measured
 // window to the last, as a fraction of the first.

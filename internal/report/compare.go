@@ -356,7 +356,12 @@ func ratioColumns(gs []compare.Group) []string {
 // row adds a figure: NaN is a group without it, printed n/a and left out
 // of the ratios (a figure a run does not have is never a zero).
 func (c *Comparison) row(t *Table, name string, vals []float64) {
-	row := []string{name}
+	t.Rows = append(t.Rows, append([]string{name}, cells(vals)...))
+}
+
+// cells are a figure's values, then their ratios to the first.
+func cells(vals []float64) []string {
+	var row []string
 	for _, v := range vals {
 		if math.IsNaN(v) {
 			row = append(row, "n/a")
@@ -371,7 +376,7 @@ func (c *Comparison) row(t *Table, name string, vals []float64) {
 		}
 		row = append(row, r)
 	}
-	t.Rows = append(t.Rows, row)
+	return row
 }
 
 func trim(v float64) string { return num(&v) }
@@ -655,10 +660,7 @@ func (c *Comparison) loadProfile() *Table {
 		if empty(ps) && empty(pt) {
 			continue
 		}
-		var a, b Table
-		c.row(&a, "", ps)
-		c.row(&b, "", pt)
-		t.Rows = append(t.Rows, append(append([]string{l.Name + " (" + l.Unit + ")"}, a.Rows[0][1:]...), b.Rows[0][1:]...))
+		t.Rows = append(t.Rows, append(append([]string{l.Name + " (" + l.Unit + ")"}, cells(ps)...), cells(pt)...))
 	}
 	return t
 }
