@@ -99,6 +99,19 @@ const (
 // PIDs seen before keeps its time counted until then. postmaster is 0
 // when it could not be read.
 func (h *HostFiles) Read(ctx context.Context, paths []string, procs bool, also ...int) (files map[string][]byte, postmaster int, err error) {
+	// A process that exits while its /proc file is read fails the read
+	// with ESRCH, which pg_read_file's missing_ok does not cover; read
+	// again, when it is gone for good (ENOENT, missing).
+	for range 3 {
+		files, postmaster, err = h.read(ctx, paths, procs, also)
+		if err == nil || !procs || !strings.Contains(err.Error(), "No such process") {
+			break
+		}
+	}
+	return files, postmaster, err
+}
+
+func (h *HostFiles) read(ctx context.Context, paths []string, procs bool, also []int) (files map[string][]byte, postmaster int, err error) {
 	q := `SELECT p, pg_read_file(p, 0, $2, true) FROM unnest($1::text[]) AS p`
 	if procs {
 		q += `
