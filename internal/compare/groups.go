@@ -432,6 +432,9 @@ func RunNotes(g Group) []string {
 		if c := Contended(r); c > 0 {
 			notes = append(notes, fmt.Sprintf("%s: other processes used %.2f cores of the database host during the window", f, c))
 		}
+		if n, h := len(r.Parts), r.DatabaseHosts(); n > 1 && h < n {
+			notes = append(notes, fmt.Sprintf("%s: its %d targets ran on %d database host(s): they shared the CPUs and devices, so its figures over the targets measure a host shared, not hosts added", f, n, h))
+		}
 	}
 	return append(notes, WithinGroup(g)...)
 }

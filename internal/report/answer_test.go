@@ -123,3 +123,43 @@ func TestOverHosts(t *testing.T) {
 		t.Errorf("targets row %q", f)
 	}
 }
+
+// The server's own timed waits (MySQL's and MariaDB's
+// performance_schema) are compared as AWR's top timed events: over every
+// run of each group, waits, total time, the average wait and the share of
+// wait time, the class last; a group without them says n/a.
+func TestTimedWaitsSideBySide(t *testing.T) {
+	run := func(label string, count, secs float64) *result.Run {
+		r := sample(t)
+		r.Label, r.Partial, r.PartialReason = label, false, ""
+		r.TimedWaits = &result.TimedWaits{Source: "performance_schema", Events: []result.TimedWait{
+			{Class: "io", Event: "wait/io/file/innodb/innodb_log_file", Count: count, Seconds: secs},
+			{Class: "synch", Event: "wait/synch/mutex/innodb/log_sys_mutex", Count: 1000, Seconds: 0.5},
+		}}
+		return r
+	}
+	bare := sample(t)
+	bare.Label, bare.Partial, bare.PartialReason = "bare", false, ""
+	c := NewComparison([]compare.Group{
+		{Label: "a", Runs: []*result.Run{run("a", 2000, 1), run("a", 2000, 1)}, Files: []string{"a1.json", "a2.json"}},
+		{Label: "b", Runs: []*result.Run{run("b", 1000, 3.5)}, Files: []string{"b.json"}},
+		{Label: "bare", Runs: []*result.Run{bare}, Files: []string{"bare.json"}}})
+	var text strings.Builder
+	if err := CompareText(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	if !strings.Contains(out, "timed wait events") {
+		t.Fatalf("no timed waits table:\n%s", out)
+	}
+	// a: 4000 waits, 2 s, 0.5 ms each, 2/(2+1) of the wait time; b: 1000
+	// waits, 3.5 s, 3.5 ms, 3.5/4 of it; bare: n/a.
+	want := "wait/io/file/innodb/innodb_log_file 4000 2.00 0.500 66.7 1000 3.50 3.500 87.5 n/a n/a n/a n/a io"
+	if f := row(out, "wait/io/file/innodb/innodb_log_file"); strings.Join(f, " ") != want {
+		t.Errorf("row %q\nwant %q\n%s", strings.Join(f, " "), want, out)
+	}
+	// Most time first over the groups.
+	if strings.Index(out, "innodb_log_file") > strings.Index(out, "log_sys_mutex") {
+		t.Errorf("events not ordered by time:\n%s", out)
+	}
+}

@@ -184,8 +184,10 @@ func (c *Comparison) sections() []Table {
 		ts = append(ts, *t)
 	}
 	ts = append(ts, c.profiles()...)
-	if t := c.waits(); t != nil {
-		ts = append(ts, *t)
+	for _, f := range []func() *Table{c.waits, c.timedWaits} {
+		if t := f(); t != nil {
+			ts = append(ts, *t)
+		}
 	}
 	ts = append(ts, c.histograms()...)
 	for _, f := range []func() *Table{c.os, c.driverHost, c.diff, c.driverDiff} {
@@ -572,7 +574,8 @@ func (c *Comparison) profiles() []Table {
 
 // overHosts is the scale-out studies' table, when a group drove several
 // targets at once: per group, the targets, and in total and per target
-// the throughput, p95, the servers' CPU and the physical reads; against
+// the throughput, p95, the servers' CPU, the physical reads and the data
+// devices' read IOPS (per database host); against
 // the baseline, the efficiency of adding targets (throughput ratio over
 // target ratio). The medians of each group's runs.
 func (c *Comparison) overHosts() *Table {
@@ -605,8 +608,13 @@ func (c *Comparison) overHosts() *Table {
 	t := c.header("over the targets (several database hosts driven at once: in total and per target)")
 	n := c.medians(targets)
 	c.row(&t, "targets", n)
-	for i, v := range n { // counts, not measurements
-		t.Rows[len(t.Rows)-1][1+i] = fmt.Sprintf("%g", v)
+	c.row(&t, "database hosts", c.medians(func(r *result.Run) float64 { return float64(r.DatabaseHosts()) }))
+	for _, row := range t.Rows[len(t.Rows)-2:] { // counts, not measurements
+		for i := range n {
+			if v, err := strconv.ParseFloat(row[1+i], 64); err == nil {
+				row[1+i] = fmt.Sprintf("%g", v)
+			}
+		}
 	}
 	c.row(&t, "transactions/s", c.medians(tps))
 	c.row(&t, "transactions/s per target", c.medians(perTarget(tps)))
@@ -615,6 +623,14 @@ func (c *Comparison) overHosts() *Table {
 	c.row(&t, "database servers CPU per target (cores)", c.medians(perTarget(cores)))
 	c.row(&t, "physical reads/s", c.medians(reads))
 	c.row(&t, "physical reads/s per target", c.medians(perTarget(reads)))
+	iops := func(r *result.Run) float64 {
+		if r.IO == nil || r.IO.ReadIOPS == nil {
+			return math.NaN()
+		}
+		return *r.IO.ReadIOPS
+	}
+	c.row(&t, "data device read IOPS (each host's devices once)", c.medians(iops))
+	c.row(&t, "data device read IOPS per database host", c.medians(func(r *result.Run) float64 { return iops(r) / float64(r.DatabaseHosts()) }))
 	total := c.medians(tps)
 	eff := []float64{1}
 	for i := 1; i < len(total); i++ {
@@ -748,12 +764,13 @@ func (c *Comparison) waits() *Table {
 		return cmp.Compare(a.class+a.event, b.class+b.event)
 	})
 	t := &Table{Title: "top wait events (sampled: every run of each group; time = samples × interval; per-wait time histograms n/a: sampling sees waits, not their lengths)",
-		Columns: []string{"event", "class"}}
+		Columns: []string{"event"}}
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label+" samples", g.Label+" time s", g.Label+" % DB time")
 	}
+	t.Columns = append(t.Columns, "class")
 	for _, k := range keys {
-		row := []string{k.event, k.class}
+		row := []string{k.event}
 		for _, s := range sums {
 			if s.active == 0 {
 				row = append(row, "n/a", "n/a", "n/a")
@@ -762,7 +779,93 @@ func (c *Comparison) waits() *Table {
 			n := s.samples[k]
 			row = append(row, fmt.Sprint(n), fmt.Sprintf("%.1f", float64(n)*s.secs), fmt.Sprintf("%.1f", 100*float64(n)/float64(s.active)))
 		}
-		t.Rows = append(t.Rows, row)
+		t.Rows = append(t.Rows, append(row, k.class))
+	}
+	return t
+}
+
+// timedWaits are the wait events the server times itself (MySQL's and
+// MariaDB's performance_schema) side by side, in AWR's columns: over all
+// runs of each group, the waits, their total time, the average wait and
+// the share of all timed wait time, then the class; the events in any
+// group's top ten, most time first.
+func (c *Comparison) timedWaits() *Table {
+	if !c.each(func(r *result.Run) bool { return r.TimedWaits != nil }) {
+		return nil
+	}
+	type key struct{ class, event string }
+	type sum struct {
+		count, secs map[key]float64
+		total       float64
+		measured    bool
+	}
+	sums := make([]sum, len(c.Groups))
+	for i, g := range c.Groups {
+		s := sum{count: map[key]float64{}, secs: map[key]float64{}}
+		for _, r := range g.Runs {
+			if r.TimedWaits == nil {
+				continue
+			}
+			s.measured = true
+			for _, e := range r.TimedWaits.Events {
+				k := key{e.Class, e.Event}
+				s.count[k] += e.Count
+				s.secs[k] += e.Seconds
+				s.total += e.Seconds
+			}
+		}
+		sums[i] = s
+	}
+	top := map[key]bool{}
+	for _, s := range sums {
+		keys := slices.Collect(maps.Keys(s.secs))
+		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(s.secs[b], s.secs[a]) })
+		for k, e := range keys {
+			if k == 10 {
+				break
+			}
+			top[e] = true
+		}
+	}
+	keys := slices.Collect(maps.Keys(top))
+	total := func(k key) (n float64) {
+		for _, s := range sums {
+			n += s.secs[k]
+		}
+		return n
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if d := cmp.Compare(total(b), total(a)); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.class+a.event, b.class+b.event)
+	})
+	t := &Table{Title: "timed wait events (the server's own timing, every run of each group; as AWR's top timed events)", Columns: []string{"event"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label+" waits", g.Label+" time s", g.Label+" avg ms", g.Label+" % wait time")
+	}
+	t.Columns = append(t.Columns, "class")
+	for _, k := range keys {
+		row := []string{k.event}
+		for _, s := range sums {
+			if !s.measured {
+				row = append(row, "n/a", "n/a", "n/a", "n/a")
+				continue
+			}
+			n, secs := s.count[k], s.secs[k]
+			avg, pct := "-", "0.0"
+			if n > 0 {
+				avg = fmt.Sprintf("%.3f", 1000*secs/n)
+			}
+			if s.total > 0 {
+				pct = fmt.Sprintf("%.1f", 100*secs/s.total)
+			}
+			row = append(row, fmt.Sprintf("%.0f", n), fmt.Sprintf("%.2f", secs), avg, pct)
+		}
+		t.Rows = append(t.Rows, append(row, k.class))
+	}
+	if len(t.Rows) == 0 {
+		return nil
 	}
 	return t
 }

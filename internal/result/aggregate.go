@@ -13,8 +13,9 @@ import (
 // one part per target) into one run: counts and rates are summed,
 // latency histograms merged exactly, the time series summed interval by
 // interval (its percentiles are the highest of the parts'), and the parts
-// kept whole in Parts. The database sections (profiles, waits, counters)
-// stay in the parts; the driver's CPU is the process's, shared by all
+// kept whole in Parts. The profiles and waits are the targets' summed
+// (each target's stays in its part); the counters and series stay in the
+// parts; the driver's CPU is the process's, shared by all
 // parts, and is recorded once, here.
 func Aggregate(label string, parts []*Run) (*Run, error) {
 	if len(parts) == 0 {
@@ -87,6 +88,9 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 	a.Target = Target{Dialect: strings.Join(dialects, "+"), ServerVersion: strings.Join(versions, ", "),
 		URL: fmt.Sprintf("%d targets: %s", len(parts), strings.Join(urls, " "))}
 	a.IO = aggregateIO(parts)
+	a.LoadProfile = aggregateProfile(parts, func(r *Run) *Profile { return r.LoadProfile })
+	a.IOProfile = aggregateProfile(parts, func(r *Run) *Profile { return r.IOProfile })
+	a.Waits, a.TimedWaits = aggregateWaits(parts), aggregateTimedWaits(parts)
 	a.OS = aggregateOS(parts)
 	if a.Disclosure != nil {
 		a.Disclosure.Database = aggregateDatabase(parts)
@@ -317,11 +321,7 @@ func aggregateIO(parts []*Run) *IOUnits {
 		a.MemoryBytes = u.MemoryBytes
 		dev := ""
 		if p.OS != nil {
-			host := p.Host.Hostname
-			if p.Disclosure != nil && p.Disclosure.Host.Hostname != "" {
-				host = p.Disclosure.Host.Hostname // the database host's
-			}
-			dev = host + ":" + p.OS.DataDevice
+			dev = databaseHost(p) + ":" + p.OS.DataDevice
 		}
 		if u.ReadIOPS != nil && !devices[dev] {
 			devices[dev] = true

@@ -209,3 +209,47 @@ func TestAggregateServerCPU(t *testing.T) {
 		t.Errorf("two hosts: server %v (%v%%), other %v, %d CPUs", *w.ServerCPUCores, *w.ServerCPUPct, w.OtherCPUCores, w.NumCPU)
 	}
 }
+
+// A multi-target run keeps its database sections: the load profile and
+// the waits are the targets' summed (per transaction over all their
+// transactions), device lines once per database host.
+func TestAggregateProfilesAndWaits(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	part := func(host string, commits, cpu, devReads float64, waits []WaitEvent, active int64) *Run {
+		lp := &Profile{Source: "postgres 15", Seconds: 10, Transactions: commits, Lines: []ProfileLine{
+			{Name: "DB CPU", Unit: "s", Total: f(cpu), PerSecond: f(cpu / 10), PerTx: f(cpu / commits), Source: "os.server_cpu_s"},
+			{Name: "Read IO requests", Unit: "requests", Total: f(devReads), PerSecond: f(devReads / 10), Source: "os.device_reads"},
+			{Name: "Block changes", Unit: "blocks", Source: "not available", Note: "needs pg_stat_statements"},
+		}}
+		return &Run{Workload: Workload{Name: "w"}, Disclosure: &Disclosure{Host: disclose.HostInfo{Hostname: host}}, LoadProfile: lp,
+			Waits: &Waits{Source: "pg_stat_activity", IntervalMs: 100, Samples: 100, ActiveSamples: active, AvgActiveSessions: float64(active) / 100, Events: waits}}
+	}
+	a := part("h", 1000, 2, 50, []WaitEvent{{Class: "CPU", Event: "CPU", Samples: 60}, {Class: "LWLock", Event: "WALWrite", Samples: 20}}, 80)
+	b := part("h", 3000, 4, 50, []WaitEvent{{Class: "CPU", Event: "CPU", Samples: 100}, {Class: "IO", Event: "DataFileRead", Samples: 20}}, 120)
+	c := part("h2", 1000, 1, 30, nil, 0)
+	r, err := Aggregate("x", []*Run{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := r.LoadProfile
+	if lp == nil || lp.Transactions != 5000 {
+		t.Fatalf("load profile %+v", lp)
+	}
+	if l := lp.Line("DB CPU"); *l.Total != 7 || math.Abs(*l.PerSecond-0.7) > 1e-12 || math.Abs(*l.PerTx-7.0/5000) > 1e-12 {
+		t.Errorf("DB CPU: total %v, /s %v, /tx %v", *l.Total, *l.PerSecond, *l.PerTx)
+	}
+	// Targets 1 and 2 share host h: its devices are counted once.
+	if l := lp.Line("Read IO requests"); *l.Total != 80 || l.PerTx != nil {
+		t.Errorf("device reads: total %v (want 50 + 30), per tx %v", *l.Total, l.PerTx)
+	}
+	if l := lp.Line("Block changes"); l == nil || l.Total != nil || l.Note == "" {
+		t.Errorf("a line no target measured: %+v", l)
+	}
+	w := r.Waits
+	if w == nil || w.ActiveSamples != 200 || w.AvgActiveSessions != 2 || len(w.Events) != 3 {
+		t.Fatalf("waits %+v", w)
+	}
+	if e := w.Events[0]; e.Event != "CPU" || e.Samples != 160 || e.PctDBTime != 80 {
+		t.Errorf("first event %+v, want CPU 160 samples, 80%% of DB time", e)
+	}
+}
