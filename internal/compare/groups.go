@@ -512,8 +512,14 @@ var volatile = []string{"disclosure.storage.free_bytes", "disclosure.database.da
 
 // Volatile tells whether a disclosed fact ("disclosure.database.settings.port")
 // differs between any two runs by construction, saying nothing of the
-// platform.
-func Volatile(key string) bool { return slices.Contains(volatile, key) }
+// platform. The settings the workload's sessions saw (target.settings.X)
+// are the server's settings again.
+func Volatile(key string) bool {
+	if rest, ok := strings.CutPrefix(key, "target.settings."); ok {
+		key = "disclosure.database.settings." + rest
+	}
+	return slices.Contains(volatile, key)
+}
 
 // DisclosureDiff lists every disclosed fact (host, storage, database
 // settings, target, workload parameters, how the load was driven) whose
@@ -529,7 +535,7 @@ func DisclosureDiff(gs []Group) []Difference {
 	}
 	var out []Difference
 	for k := range keys {
-		if slices.Contains(volatile, k) {
+		if Volatile(k) {
 			continue
 		}
 		d := Difference{Key: k}

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"sort"
 	"strings"
 	"testing"
 
@@ -84,6 +85,8 @@ func TestDisclosureDiffLeavesOutManagedPaths(t *testing.T) {
 			"port": port + " [config]", "unix_socket_directories": dir + " [config]", "data_directory": dir,
 			"datadir": dir + "/ [config]", "socket": dir + "/mysqld.sock [config]", "pid_file": dir + "/postmaster.pid [config]",
 			"log_error": dir + "/server.log [config]", "synchronous_commit": sync + " [config]"}}
+		// The workload's sessions saw the same settings.
+		r.Target.Settings = map[string]string{"port": port, "synchronous_commit": sync}
 		return r
 	}
 	a := Group{Label: "a", Runs: []*result.Run{run("/tmp/a", "40001", "on")}}
@@ -92,7 +95,8 @@ func TestDisclosureDiffLeavesOutManagedPaths(t *testing.T) {
 	for _, d := range DisclosureDiff([]Group{a, b}) {
 		keys = append(keys, d.Key)
 	}
-	if strings.Join(keys, ",") != "disclosure.database.settings.synchronous_commit" {
+	sort.Strings(keys)
+	if strings.Join(keys, ",") != "disclosure.database.settings.synchronous_commit,target.settings.synchronous_commit" {
 		t.Errorf("differences %v, want synchronous_commit only", keys)
 	}
 }
