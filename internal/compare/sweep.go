@@ -172,6 +172,11 @@ func (s *Sweep) atEqual() {
 // studiesCPU is the lowest utilisation the studies compare platforms at.
 const studiesCPU = 50
 
+// boundCPU is the utilisation of its CPUs above which a server is taken
+// as CPU-bound: a CPU sweep's gain per doubling is the CPUs' gain only
+// where each step's server is.
+const boundCPU = 80
+
 // SweepGroup is one platform's steps.
 type SweepGroup struct {
 	Label string `json:"label"`
@@ -317,6 +322,16 @@ func (s *Sweep) caveats(gs []Group) {
 	if !math.IsNaN(s.EqualAt) && s.EqualAt < studiesCPU {
 		s.Caveats = append(s.Caveats, fmt.Sprintf("the equal-CPU point is at %.1f%% utilisation, below the %d%% and more the studies compare at: the servers were mostly idle, add load (users, rate)",
 			s.EqualAt, studiesCPU))
+	}
+	if s.Param == "cpus" {
+		for _, g := range s.Groups {
+			for _, st := range g.Steps {
+				if !math.IsNaN(st.CPU) && st.CPU < boundCPU {
+					s.Caveats = append(s.Caveats, fmt.Sprintf("%s's server used %.1f%% of its CPUs at cpus=%g, below the %d%% of a CPU-bound server: something else limited throughput there (the driver, on the same host, or locks, IO), so the gain per doubling understates what the CPUs give; add load (users)",
+						g.Label, st.CPU, st.Value, boundCPU))
+				}
+			}
+		}
 	}
 	if s.Param == "users" || s.Param == "rate" {
 		for _, g := range s.Groups {

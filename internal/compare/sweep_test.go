@@ -128,6 +128,21 @@ func TestSweepKinds(t *testing.T) {
 	if got := s.Groups[0].Steps[0].CPU; math.Abs(got-90) > 1e-9 {
 		t.Errorf("utilisation on 1 CPU %.1f%%, want 90%%", got)
 	}
+	if len(s.Caveats) != 0 {
+		t.Errorf("CPU-bound at each step, yet: %q", s.Caveats)
+	}
+	// A server that does not use its CPUs at a step says its gain per
+	// doubling is not the CPUs' (study 001 on 2 CPUs with the driver on
+	// the same host: 58%).
+	d := group("d", stepRun("d", "cpus", 1, 100, 45), stepRun("d", "cpus", 2, 130, 58))
+	d.Runs[0].Target.CPUs, d.Runs[1].Target.CPUs = []int{1}, []int{0, 1}
+	s, err = NewSweep([]Group{d}, "cpus", math.NaN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := strings.Join(s.Caveats, "\n"); !strings.Contains(j, "d's server used 58.0% of its CPUs at cpus=2") || strings.Contains(j, "cpus=1") {
+		t.Errorf("caveats %q", s.Caveats)
+	}
 }
 
 // What undermines a sweep is said beside its figures: a run whose
