@@ -502,6 +502,22 @@ func (c *Comparison) sideBySide() []Table {
 			c.row(&t, name+" p99 ms", c.medians(lat(99)))
 		}
 	}
+	// The network: round trips per transaction and the least each cost,
+	// when measured (a database host across a link pays it every time).
+	rt := func(f func(s result.Summary) float64) func(r *result.Run) float64 {
+		return func(r *result.Run) float64 {
+			s := r.Summarize()
+			if s.RoundTripMs == 0 || s.RoundTripsPerTx == 0 {
+				return math.NaN()
+			}
+			return f(s)
+		}
+	}
+	if v := c.medians(rt(func(s result.Summary) float64 { return s.RoundTripMs })); !empty(v) {
+		c.row(&t, "round trips per transaction", c.medians(rt(func(s result.Summary) float64 { return s.RoundTripsPerTx })))
+		c.row(&t, "round trip ms (least, empty query)", v)
+		c.row(&t, "round trips' share of a transaction %", c.medians(rt(func(s result.Summary) float64 { return 100 * s.RoundTripShare })))
+	}
 	// Cost: CPU seconds per committed transaction, from the host, the
 	// database server and the driver. Equal throughput bought with more
 	// CPU is a more expensive platform.

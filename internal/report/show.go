@@ -87,7 +87,14 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 				*s.DriverCPUS, fixed(s.DriverCPUPerTxUs, 1), fixed(s.DriverCPUPerStmtUs, 2), s.Statements)
 		}
 		if s.RoundTripsPerTx > 0 && r.Target.Dialect != "sqlite" { // SQLite's are calls into the engine, in the process
-			p.f("  round trips  %.1f per transaction, %.1f statements each\n", s.RoundTripsPerTx, float64(s.Statements)/float64(s.RoundTrips))
+			line := fmt.Sprintf("  round trips  %.1f per transaction, %.1f statements each", s.RoundTripsPerTx, float64(s.Statements)/float64(s.RoundTrips))
+			if s.RoundTripMs > 0 {
+				line += fmt.Sprintf("; each %.3f ms at least (an empty query)", s.RoundTripMs)
+				if s.RoundTripShare > 0 {
+					line += fmt.Sprintf(": %.0f%% of a mean transaction's time", 100*s.RoundTripShare)
+				}
+			}
+			p.f("%s\n", line)
 		}
 	}
 	if r.Target.Dialect == "sqlite" {

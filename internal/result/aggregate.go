@@ -63,6 +63,11 @@ func Aggregate(label string, parts []*Run) (*Run, error) {
 		a.Driver.CPUUserS = max(a.Driver.CPUUserS, p.Driver.CPUUserS)
 		a.Driver.CPUSysS = max(a.Driver.CPUSysS, p.Driver.CPUSysS)
 		a.Driver.TotalCPUS = max(a.Driver.TotalCPUS, p.Driver.TotalCPUS)
+		// Each target's least round trip: the aggregate's is the least
+		// of them, what every round trip cost at least.
+		if rt := p.Driver.RoundTripMs; rt > 0 && (a.Driver.RoundTripMs == 0 || rt < a.Driver.RoundTripMs) {
+			a.Driver.RoundTripMs = rt
+		}
 		a.CollectorStatements += p.CollectorStatements
 		if err := sum.add(p, fmt.Sprintf("aggregate: target %d", i+1)); err != nil {
 			return nil, err

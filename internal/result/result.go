@@ -229,6 +229,11 @@ type Driver struct {
 	DurationS  float64 `json:"duration_s"` // as asked; the measured window is MeasureEnd-MeasureStart
 	Seed       uint64  `json:"seed"`
 	Reconnects int64   `json:"reconnects"`
+	// RoundTripMs is the least time an empty query (SELECT 1) took on
+	// one connection, of 20 before the run: the network's round trip and
+	// the server's least answer, what each of a transaction's round trips
+	// costs at least. Absent when not measured (SQLite; older results).
+	RoundTripMs float64 `json:"round_trip_ms,omitempty"`
 	// CPU of the dbparity process (user+sys) during the measured window.
 	// A recovered result has none (its journal holds no CPU readings):
 	// they are left out of its file, and Run.DriverCPU says so.

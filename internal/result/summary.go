@@ -34,8 +34,15 @@ type Summary struct {
 	// RoundTripsPerTx is the round trips a completed transaction took;
 	// absent (0) in a recovered run, whose statement counts stop at its
 	// last checkpoint while its transactions run on to its last interval.
-	RoundTripsPerTx float64              `json:"round_trips_per_tx,omitempty"`
-	Transactions    map[string]TxSummary `json:"transactions"`
+	RoundTripsPerTx float64 `json:"round_trips_per_tx,omitempty"`
+	// RoundTripMs is the least round trip measured before the run (an
+	// empty query); RoundTripShare the share of a mean transaction's time
+	// its round trips took at least: round trips per transaction × that
+	// least, over the mean latency of every transaction. Absent when not
+	// measured.
+	RoundTripMs    float64              `json:"round_trip_ms,omitempty"`
+	RoundTripShare float64              `json:"round_trip_share,omitempty"`
+	Transactions   map[string]TxSummary `json:"transactions"`
 	Commit          TxSummary            `json:"commit"`
 	Disclaimer      string               `json:"disclaimer,omitempty"`
 }
@@ -131,6 +138,17 @@ func (r *Run) Summarize() Summary {
 	}
 	if done := s.Commits + s.Rollbacks + s.Errors; done > 0 && s.RoundTrips > 0 && !r.Recovered {
 		s.RoundTripsPerTx = float64(s.RoundTrips) / float64(done)
+	}
+	if s.RoundTripMs = r.Driver.RoundTripMs; s.RoundTripMs > 0 && s.RoundTripsPerTx > 0 {
+		var n int64
+		var sum float64
+		for _, t := range r.Transactions {
+			n += t.Latency.Count
+			sum += float64(t.Latency.Count) * t.Latency.MeanMs
+		}
+		if n > 0 && sum > 0 {
+			s.RoundTripShare = min(1, s.RoundTripsPerTx*s.RoundTripMs/(sum/float64(n)))
+		}
 	}
 	return s
 }

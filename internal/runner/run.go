@@ -537,7 +537,35 @@ func serverVersion(ctx context.Context, t *opened) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	return t.Dialect.ServerVersion(ctx, c)
+	v, err := t.Dialect.ServerVersion(ctx, c)
+	if err == nil {
+		t.roundTripMs = roundTrip(ctx, c, t.Dialect)
+	}
+	return v, err
+}
+
+// roundTrips is how many empty queries roundTrip times.
+const roundTrips = 20
+
+// roundTrip is the least time, in milliseconds, an empty query took on c
+// of roundTrips: the network's round trip and the server's least answer,
+// what every round trip of a transaction costs at least. 0 when not
+// measured (SQLite: no network; or a query failed).
+func roundTrip(ctx context.Context, c target.Conn, dialect target.Dialect) float64 {
+	if dialect == target.SQLite {
+		return 0
+	}
+	least := time.Duration(-1)
+	for range roundTrips {
+		t0 := time.Now()
+		if _, err := c.Exec(ctx, "SELECT 1"); err != nil {
+			return 0
+		}
+		if d := time.Since(t0); least < 0 || d < least {
+			least = d
+		}
+	}
+	return float64(least) / 1e6
 }
 
 // safeName keeps a label usable as a file name.
@@ -569,7 +597,7 @@ func describe(o RunOptions, t *opened, serverVersion string) *result.Run {
 			ServerVersion: serverVersion, Settings: t.Settings, CPUs: t.serverCPUs()},
 		Host: collect.Host(),
 		Driver: result.Driver{Users: users, WarmupS: o.Warmup.Seconds(), DurationS: o.Duration.Seconds(), Seed: o.Seed,
-			Think: thinkScale(w)},
+			Think: thinkScale(w), RoundTripMs: t.roundTripMs},
 		Step: o.Step,
 	}
 }

@@ -168,6 +168,9 @@ type Common struct {
 type opened struct {
 	*target.Target
 	managed *managed.Instance
+	// roundTripMs is the least time an empty query took on one
+	// connection (serverVersion measures it); 0 when not measured.
+	roundTripMs float64
 }
 
 func (o *opened) close() {

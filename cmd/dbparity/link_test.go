@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// A database across a link: the managed server reached through a proxy
+// on loopback that holds every chunk for a while each way, as a LAN's
+// round trip does (this machine's kernel has no netem). The run measures
+// the round trip before it starts, and show and compare say what the
+// round trips cost a transaction; the database host's figures still come
+// from the sql source across the link.
+func TestRoundTripsAcrossALink(t *testing.T) {
+	pgData := managedDataDir(t)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData, Loopback: true,
+		Settings: []string{"fsync=off", "autovacuum=off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	dir := filepath.Dir(pgData)
+	server := "127.0.0.1:" + strconv.Itoa(inst.Port)
+	url := func(addr string) string {
+		return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", inst.User, addr, inst.Database)
+	}
+	if code, _, stderr := dbparity(t, dir, "load", "--workload", "order-entry", "--warehouses", "1", "--target", url(server)); code != 0 {
+		t.Fatalf("load: exit %d\n%s", code, stderr)
+	}
+	const oneWay = time.Millisecond
+	link := delayLink(t, server, oneWay)
+	run := func(label, addr string) *result.Run {
+		code, stdout, stderr := dbparity(t, dir, "run", "--workload", "order-entry", "--users", "2", "--duration", "3s", "--warmup", "1s",
+			"--db-host", "sql", "--label", label, "--out", label+".json", "--target", url(addr))
+		if code != 0 {
+			t.Fatalf("run %s: exit %d\n%s", label, code, stderr)
+		}
+		r, err := result.Read(filepath.Join(dir, label+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stdout, "at least (an empty query)") {
+			t.Errorf("%s: show does not give the round trip's cost:\n%s", label, stdout)
+		}
+		if r.Disclosure == nil || r.Disclosure.HostSource != "sql" || !r.OS.HasWindow() {
+			t.Errorf("%s: the database host's figures do not come from the sql source", label)
+		}
+		return r
+	}
+	near, far := run("near", server), run("far", link)
+	// The least of 20 empty queries: over loopback well under the link's
+	// 2 ms, across it at least that.
+	if rt := near.Driver.RoundTripMs; rt <= 0 || rt >= 2*oneWay.Seconds()*1000 {
+		t.Errorf("round trip on loopback %.3f ms", rt)
+	}
+	if rt := far.Driver.RoundTripMs; rt < 2*oneWay.Seconds()*1000 {
+		t.Errorf("round trip across the link %.3f ms, below its %v each way", rt, oneWay)
+	}
+	// Order-entry's transactions take several round trips: across the
+	// link they are most of a transaction's time.
+	if s := far.Summarize(); s.RoundTripsPerTx < 2 || s.RoundTripShare < 0.5 {
+		t.Errorf("across the link: %.1f round trips per transaction, %.0f%% of its time", s.RoundTripsPerTx, 100*s.RoundTripShare)
+	}
+	for _, r := range []*result.Run{near, far} {
+		s := r.Summarize()
+		t.Logf("%s: %.0f tps, round trip %.3f ms, %.1f per transaction, %.0f%% of its time", r.Label, s.TPS, s.RoundTripMs, s.RoundTripsPerTx, 100*s.RoundTripShare)
+	}
+	code, stdout, stderr := dbparity(t, dir, "compare", "near.json", "far.json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"round trips per transaction", "round trip ms (least, empty query)", "round trips' share of a transaction %"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// delayLink listens on loopback and forwards each connection to addr,
+// every chunk held oneWay before it is passed on, in both directions and
+// in order. It returns its address.
+func delayLink(t *testing.T, addr string, oneWay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			wg.Add(2)
+			go func() { defer wg.Done(); delayCopy(s, c, oneWay) }()
+			go func() { defer wg.Done(); delayCopy(c, s, oneWay) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// delayCopy copies from src to dst, each chunk written oneWay after it
+// was read; it closes both when either side ends.
+func delayCopy(dst, src net.Conn, oneWay time.Duration) {
+	type chunk struct {
+		at time.Time
+		b  []byte
+	}
+	q := make(chan chunk, 1024)
+	go func() {
+		defer close(q)
+		for {
+			b := make([]byte, 32<<10)
+			n, err := src.Read(b)
+			if n > 0 {
+				q <- chunk{time.Now().Add(oneWay), b[:n]}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range q {
+		time.Sleep(time.Until(c.at))
+		if _, err := dst.Write(c.b); err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+	for range q { // let the reader end
+	}
+}
