@@ -43,8 +43,8 @@ type Summary struct {
 	RoundTripMs    float64              `json:"round_trip_ms,omitempty"`
 	RoundTripShare float64              `json:"round_trip_share,omitempty"`
 	Transactions   map[string]TxSummary `json:"transactions"`
-	Commit          TxSummary            `json:"commit"`
-	Disclaimer      string               `json:"disclaimer,omitempty"`
+	Commit         TxSummary            `json:"commit"`
+	Disclaimer     string               `json:"disclaimer,omitempty"`
 }
 
 // TxSummary is one transaction type. Count is every completed execution
