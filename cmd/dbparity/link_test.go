@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/nodeexp/exportertest"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target/managed"
 )
@@ -20,7 +21,7 @@ import (
 // round trip does (this machine's kernel has no netem). The run measures
 // the round trip before it starts, and show and compare say what the
 // round trips cost a transaction; the database host's figures still come
-// from the sql source across the link.
+// from the sql source across the link, or from a node_exporter across one.
 func TestRoundTripsAcrossALink(t *testing.T) {
 	pgData := managedDataDir(t)
 	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData, Loopback: true,
@@ -39,9 +40,13 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 	}
 	const oneWay = time.Millisecond
 	link := delayLink(t, server, oneWay)
-	run := func(label, addr string) *result.Run {
-		code, stdout, stderr := dbparity(t, dir, "run", "--workload", "order-entry", "--users", "2", "--duration", "3s", "--warmup", "1s",
-			"--db-host", "sql", "--label", label, "--out", label+".json", "--target", url(addr))
+	run := func(label, addr string, hostSource ...string) *result.Run {
+		if len(hostSource) == 0 {
+			hostSource = []string{"--db-host", "sql"}
+		}
+		args := append([]string{"run", "--workload", "order-entry", "--users", "2", "--duration", "3s", "--warmup", "1s",
+			"--label", label, "--out", label + ".json", "--target", url(addr)}, hostSource...)
+		code, stdout, stderr := dbparity(t, dir, args...)
 		if code != 0 {
 			t.Fatalf("run %s: exit %d\n%s", label, code, stderr)
 		}
@@ -52,12 +57,18 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 		if !strings.Contains(stdout, "at least (an empty query)") {
 			t.Errorf("%s: show does not give the round trip's cost:\n%s", label, stdout)
 		}
-		if r.Disclosure == nil || r.Disclosure.HostSource != "sql" || !r.OS.HasWindow() {
-			t.Errorf("%s: the database host's figures do not come from the sql source", label)
+		if want := hostSource[1]; r.Disclosure == nil || r.Disclosure.HostSource != want || !r.OS.HasWindow() {
+			t.Errorf("%s: the database host's figures do not come from the %s source", label, want)
 		}
 		return r
 	}
 	near, far := run("near", server), run("far", link)
+	// The node_exporter's figures across a link of their own.
+	exporter := strings.TrimPrefix(exportertest.Start(t), "http://")
+	host, path, _ := strings.Cut(exporter, "/")
+	if far := run("far-exporter", link, "--db-host", "node-exporter", "--db-host-metrics", "http://"+delayLink(t, host, oneWay)+"/"+path); far.Driver.RoundTripMs < 2*oneWay.Seconds()*1000 {
+		t.Errorf("round trip across the link %.3f ms", far.Driver.RoundTripMs)
+	}
 	// The least of 20 empty queries: over loopback well under the link's
 	// 2 ms, across it at least that.
 	if rt := near.Driver.RoundTripMs; rt <= 0 || rt >= 2*oneWay.Seconds()*1000 {
