@@ -468,7 +468,10 @@ func TestLive(t *testing.T) {
 	}
 	rates := Between(a, b)
 	checkRates(t, rates)
-	if s := rates.IntervalS; s < 0.15 || s > 30 {
+	// The 150 ms of CPU may take a little less wall time: the runtime's
+	// other threads (the collector) count in the process's CPU too
+	// (seen: 0.1499 s).
+	if s := rates.IntervalS; s < 0.1 || s > 30 {
 		t.Errorf("interval %v s", s)
 	}
 	if rates.NumCPU < 1 || rates.NumCPU < runtime.NumCPU() {
