@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,11 +17,12 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/capture/pgwire"
 	"github.com/dbparity/dbparity/internal/runner"
 	"github.com/dbparity/dbparity/internal/workload/replay"
 )
 
-func cmdCapture(_ context.Context, args []string) error {
+func cmdCapture(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dbparity capture", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var from multi
@@ -31,6 +33,9 @@ func cmdCapture(_ context.Context, args []string) error {
 	paramMax := fs.Int("param-max-length", 0, "the server's log_parameter_max_length when it logged (-1: values whole; 0: unknown)")
 	force := fs.Bool("force", false, "replace the capture file if it exists")
 	keepOwn := fs.Bool("keep-own", false, "keep dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out and counted by default")
+	proxy := fs.String("proxy", "", "capture from the wire instead of logs: listen on HOST:PORT and relay each client to --upstream, recording what they exchange (PostgreSQL; the clients connect here without TLS)")
+	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT")
+	duration := fs.Duration("duration", 0, "with --proxy: stop after this long (default: at Ctrl-C)")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -42,6 +47,12 @@ func cmdCapture(_ context.Context, args []string) error {
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see dbparity capture --help)", err)}
+	}
+	if *proxy != "" || *upstream != "" {
+		if len(from) > 0 || len(positional) > 0 {
+			return runner.UsageError{Err: errors.New("--proxy captures from the wire: leave out the log files")}
+		}
+		return captureProxy(ctx, *proxy, *upstream, *out, *force, *keepOwn, *duration)
 	}
 	files, err := expandLogs(append([]string(from), positional...))
 	if err != nil {
@@ -88,6 +99,68 @@ func cmdCapture(_ context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("capture written to %s\n", *out)
+	return nil
+}
+
+// captureProxy records the clients it relays to upstream until ctx ends
+// or d passes, then writes the capture.
+func captureProxy(ctx context.Context, listen, upstream, out string, force, keepOwn bool, d time.Duration) error {
+	switch {
+	case listen == "" || upstream == "":
+		return runner.UsageError{Err: errors.New("--proxy HOST:PORT and --upstream HOST:PORT go together")}
+	case out == "":
+		return runner.UsageError{Err: errors.New("--out CAPTURE is required")}
+	case d < 0:
+		return runner.UsageError{Err: errors.New("--duration must not be negative")}
+	}
+	if _, err := os.Stat(out); err == nil && !force {
+		return runner.UsageError{Err: fmt.Errorf("%s exists: choose another --out, or add --force to replace it", out)}
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return runner.UsageError{Err: fmt.Errorf("--proxy %s: %v", listen, errors.Unwrap(err))}
+	}
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	rec := pgwire.NewRecorder("proxy " + ln.Addr().String() + " to " + upstream)
+	rec.KeepOwn = keepOwn
+	fmt.Fprintf(os.Stderr, "capturing: clients connect to %s, relayed to %s (Ctrl-C ends the capture)\n", ln.Addr(), upstream)
+	tty := term.IsTerminal(int(os.Stderr.Fd()))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	served := make(chan error, 1)
+	go func() { served <- pgwire.Serve(ctx, ln, upstream, rec) }()
+	t0 := time.Now()
+	var serveErr error
+wait:
+	for {
+		select {
+		case serveErr = <-served:
+			break wait
+		case <-tick.C:
+			if s, n := rec.Counts(); tty {
+				fmt.Fprintf(os.Stderr, "\r\033[Kcapture %s  %d sessions  %d statements", time.Since(t0).Round(time.Second), s, n)
+			}
+		}
+	}
+	if tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	c := rec.Capture()
+	fmt.Print(c.Summary())
+	if c.Statements() == 0 {
+		return errors.New("no client sent a statement through the proxy, so no capture was written: point the application at " + listen)
+	}
+	if err := capture.Write(out, c); err != nil {
+		return err
+	}
+	fmt.Printf("capture written to %s\n", out)
 	return nil
 }
 

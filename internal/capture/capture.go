@@ -99,6 +99,17 @@ type Statement struct {
 	// log's millisecond clock cannot tell apart. 0 in captures written
 	// before it was kept.
 	Seq int64
+	// Rows is what the server's answer said the statement affected or
+	// returned (its command tag: UPDATE 3, SELECT 10); nil when the
+	// source does not say (server logs).
+	Rows *int64
+	// Types are the parameters' types as the client declared them when it
+	// prepared the statement (PostgreSQL type OIDs, 0 for "let the server
+	// infer"); nil when the source does not say (server logs).
+	Types []uint32
+	// CopyBytes is the size of the data a COPY ... FROM STDIN sent; the
+	// data is not kept.
+	CopyBytes int64
 }
 
 // Error is a statement's failure as logged.
@@ -138,12 +149,26 @@ func (c *Capture) Statements() int {
 	return n
 }
 
+// WirePrefix starts the source of a capture read from the wire (a
+// proxy's relayed traffic) rather than from logs.
+const WirePrefix = "wire: "
+
+// FromWire tells a capture read from the wire: its statements' times are
+// the client's (request to answer), their rows and parameter types known.
+func (c *Capture) FromWire() bool {
+	return len(c.Sources) > 0 && strings.HasPrefix(c.Sources[0], WirePrefix)
+}
+
 // Summary returns the human lines that say what the capture holds and
 // what was skipped, each ending in a newline.
 func (c *Capture) Summary() string {
 	var b strings.Builder
 	span := c.End.Sub(c.Start)
-	fmt.Fprintf(&b, "capture: %d log file(s), %s to %s (%s)\n", len(c.Sources),
+	from, log, timed := fmt.Sprintf("%d log file(s)", len(c.Sources)), "the log", "server time"
+	if c.FromWire() {
+		from, log, timed = "from the wire ("+strings.TrimPrefix(c.Sources[0], WirePrefix)+")", "the capture", "client time"
+	}
+	fmt.Fprintf(&b, "capture: %s, %s to %s (%s)\n", from,
 		c.Start.UTC().Format("2006-01-02 15:04:05.000"), c.End.UTC().Format("2006-01-02 15:04:05.000 MST"), span.Round(time.Millisecond))
 	before, after := 0, 0
 	var stmts, extended, prepared, failed, truncated, copies, fastpath int
@@ -187,13 +212,16 @@ func (c *Capture) Summary() string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "sessions: %d (%d started before the log, %d ended after it)\n", len(c.Sessions), before, after)
-	fmt.Fprintf(&b, "statements: %d (%d extended protocol, %d of named prepared statements), %d distinct texts, %s of server time\n",
-		stmts, extended, prepared, len(c.Texts), busy.Round(time.Microsecond))
+	fmt.Fprintf(&b, "sessions: %d (%d started before %s, %d ended after it)\n", len(c.Sessions), before, log, after)
+	fmt.Fprintf(&b, "statements: %d (%d extended protocol, %d of named prepared statements), %d distinct texts, %s of %s\n",
+		stmts, extended, prepared, len(c.Texts), busy.Round(time.Microsecond), timed)
 	if truncated > 0 {
 		fmt.Fprintf(&b, "unreplayable: %d statements without their full parameters\n", truncated)
 	}
-	if copies > 0 {
+	if copies > 0 && c.FromWire() {
+		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: their data was not kept (a replay runs them empty and reports them)\n",
+			copies, strings.Join(sortedKeys(copyTables), ", "))
+	} else if copies > 0 {
 		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: the rows are not in the log (a replay runs them empty and reports them)\n",
 			copies, strings.Join(sortedKeys(copyTables), ", "))
 	}

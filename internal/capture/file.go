@@ -56,6 +56,9 @@ type fileStatement struct {
 	Truncated bool       `json:"pt,omitempty"`
 	Error     *fileError `json:"e,omitempty"`
 	Seq       int64      `json:"q,omitempty"`
+	Rows      *int64     `json:"r,omitempty"`
+	Types     []uint32   `json:"ty,omitempty"`
+	CopyBytes int64      `json:"cb,omitempty"`
 }
 
 type fileError struct {
@@ -86,7 +89,8 @@ func Write(path string, c *Capture) error {
 			Statements: make([]fileStatement, len(s.Statements))}
 		for k, st := range s.Statements {
 			f := fileStatement{Offset: us(st.Offset), Duration: us(st.Duration), Text: st.Text, Prepared: st.Prepared,
-				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated, Seq: st.Seq}
+				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated, Seq: st.Seq, Rows: st.Rows, Types: st.Types,
+				CopyBytes: st.CopyBytes}
 			if st.Error != nil {
 				f.Error = &fileError{SQLState: st.Error.SQLState, Message: st.Error.Message}
 			}
@@ -173,7 +177,7 @@ func decode(r io.Reader, path string) (*Capture, error) {
 			}
 			st := Statement{Offset: time.Duration(f.Offset) * time.Microsecond, Duration: time.Duration(f.Duration) * time.Microsecond,
 				Text: f.Text, Prepared: f.Prepared, Extended: f.Extended, Params: f.Params, ParamsTruncated: f.Truncated,
-				Seq: f.Seq}
+				Seq: f.Seq, Rows: f.Rows, Types: f.Types, CopyBytes: f.CopyBytes}
 			if f.Error != nil {
 				st.Error = &Error{SQLState: f.Error.SQLState, Message: f.Error.Message}
 			}

@@ -1,0 +1,686 @@
+// Package pgwire captures a PostgreSQL workload from the wire: it decodes
+// the protocol (v3) a client and its server exchange, as a proxy relays it,
+// into a capture's sessions and statements, with what the logs cannot
+// give: the parameters' declared types and binary values, the rows each
+// statement affected, the size of COPY data, and the client's own timing.
+// It knows the protocol, not the transport (proxy.go relays the bytes).
+package pgwire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
+)
+
+// Recorder collects the sessions of the connections it decodes.
+type Recorder struct {
+	// KeepOwn keeps dbparity's own sessions (application dbparity-*),
+	// left out and counted otherwise, as the log reader does.
+	KeepOwn  bool
+	mu       sync.Mutex
+	source   string
+	texts    map[string]int
+	textList []string
+	sessions []*session // every session, open or ended
+	seq      int64
+	skipped  map[string]*capture.Skip
+	ids      int
+}
+
+// NewRecorder starts a recording; source names where it came from (the
+// proxy's addresses), for the capture's Sources (after capture.WirePrefix).
+func NewRecorder(source string) *Recorder {
+	return &Recorder{source: source, texts: map[string]int{}, skipped: map[string]*capture.Skip{}}
+}
+
+// Reasons a connection or statement is not in the capture as it ran.
+const (
+	reasonTLS       = "TLS sessions (encrypted: capture where TLS ends, or connect without TLS to the port the capture relays)"
+	reasonCancel    = "cancel requests (a connection of their own, no statements)"
+	reasonBinary    = "statements with binary parameters of a type not decoded (replayed without them: skipped)"
+	reasonUndecoded = "protocol messages that could not be decoded (the rest of the session is not captured)"
+	reasonOwn       = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
+)
+
+func (r *Recorder) skip(effect capture.SkipEffect, reason, where string) {
+	s := r.skipped[reason]
+	if s == nil {
+		s = &capture.Skip{Reason: reason, Effect: effect, First: where}
+		r.skipped[reason] = s
+	}
+	s.Count++
+}
+
+func (r *Recorder) intern(text string) int {
+	if i, ok := r.texts[text]; ok {
+		return i
+	}
+	i := len(r.textList)
+	r.texts[text] = i
+	r.textList = append(r.textList, text)
+	return i
+}
+
+// Counts says how many sessions and statements the recording holds so far.
+func (r *Recorder) Counts() (sessions, statements int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sessions {
+		if s.started {
+			sessions++
+			statements += len(s.stmts)
+		}
+	}
+	return sessions, statements
+}
+
+// Capture returns what was recorded, sessions still open included (marked
+// as ending after the capture).
+func (r *Recorder) Capture() *capture.Capture {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var start, end time.Time
+	for _, s := range r.sessions {
+		if !s.started {
+			continue
+		}
+		if start.IsZero() || s.start.Before(start) {
+			start = s.start
+		}
+		e := s.end
+		if e.IsZero() && len(s.stmts) > 0 {
+			e = s.stmts[len(s.stmts)-1].end
+		}
+		if e.After(end) {
+			end = e
+		}
+	}
+	c := &capture.Capture{Format: capture.Format, Engine: capture.EnginePostgres, Sources: []string{capture.WirePrefix + r.source},
+		Start: start, End: end, Texts: append([]string{}, r.textList...)}
+	for _, s := range r.sessions {
+		if !s.started {
+			continue
+		}
+		if capture.Own(s.app) && !r.KeepOwn {
+			r.skip(capture.Ignored, reasonOwn, s.id)
+			continue
+		}
+		cs := capture.Session{ID: s.id, PID: s.pid, User: s.user, Database: s.database, Application: s.app, Host: s.host,
+			Start: s.start.Sub(start), EndedAfterLog: s.end.IsZero()}
+		if s.end.IsZero() {
+			cs.End = end.Sub(start)
+		} else {
+			cs.End = s.end.Sub(start)
+		}
+		for _, st := range s.stmts {
+			x := st.st
+			x.Offset, x.Duration = st.start.Sub(start), st.end.Sub(st.start)
+			cs.Statements = append(cs.Statements, x)
+		}
+		c.Sessions = append(c.Sessions, cs)
+	}
+	sort.SliceStable(c.Sessions, func(i, j int) bool { return c.Sessions[i].Start < c.Sessions[j].Start })
+	for _, k := range sortedKeys(r.skipped) {
+		c.Skipped = append(c.Skipped, *r.skipped[k])
+	}
+	return c
+}
+
+func sortedKeys(m map[string]*capture.Skip) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// session is one client connection being decoded.
+type session struct {
+	r                   *Recorder
+	id, host            string
+	user, database, app string
+	pid                 int
+	started             bool // the startup message was read
+	start, end          time.Time
+	stmts               []*done
+
+	mu       sync.Mutex
+	front    buffer // client to server
+	back     buffer // server to client
+	startup  bool   // the next client message is a startup message (no type byte)
+	sslReply bool   // the server's next byte answers an SSL or GSS request
+	off      bool   // not decoded any more (TLS, a message not understood)
+	prepared map[string]prepared
+	portals  map[string]portal
+	group    time.Time // the first message of the statement being built
+	pending  []*pend   // statements sent, awaiting their end, in order; nil entries mark a Sync
+	simple   *pend
+}
+
+type done struct {
+	st         capture.Statement
+	start, end time.Time
+}
+
+type prepared struct {
+	text  string
+	types []uint32
+}
+
+type portal struct {
+	stmt      string // the prepared statement's name
+	params    []*string
+	truncated bool
+}
+
+type pend struct {
+	st    capture.Statement
+	text  string
+	start time.Time
+	rows  *int64
+	err   *capture.Error
+}
+
+// Open starts decoding a new client connection from host.
+func (r *Recorder) Open(host string) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids++
+	s := &session{r: r, id: "wire-" + strconv.Itoa(r.ids), host: host, startup: true,
+		prepared: map[string]prepared{}, portals: map[string]portal{}}
+	r.sessions = append(r.sessions, s)
+	return &Session{s: s}
+}
+
+// Session decodes one connection: feed it each side's bytes as they pass.
+type Session struct{ s *session }
+
+// FromClient decodes bytes the client sent, at the time they passed.
+func (x *Session) FromClient(b []byte, at time.Time) {
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off {
+		return
+	}
+	s.front.write(b)
+	for !s.off {
+		var typ byte
+		var body []byte
+		var ok bool
+		var bad bool
+		if s.startup {
+			body, ok, bad = s.front.untyped()
+		} else {
+			typ, body, ok, bad = s.front.message()
+		}
+		if bad {
+			s.stop("a client message's length")
+			return
+		}
+		if !ok {
+			return
+		}
+		s.client(typ, body, at)
+	}
+}
+
+// FromServer decodes bytes the server sent, at the time they passed.
+func (x *Session) FromServer(b []byte, at time.Time) {
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off {
+		return
+	}
+	s.back.write(b)
+	for !s.off {
+		if s.sslReply {
+			c, ok := s.back.byte1()
+			if !ok {
+				return
+			}
+			s.sslReply = false
+			if c != 'N' {
+				s.r.mu.Lock()
+				s.r.skip(capture.Dropped, reasonTLS, s.host)
+				s.r.mu.Unlock()
+				s.off = true
+				return
+			}
+			s.startup = true
+			continue
+		}
+		typ, body, ok, bad := s.back.message()
+		if bad {
+			s.stop("a server message's length")
+			return
+		}
+		if !ok {
+			return
+		}
+		s.server(typ, body, at)
+	}
+}
+
+// Close ends the connection at.
+func (x *Session) Close(at time.Time) {
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if s.end.IsZero() {
+		s.end = at
+	}
+}
+
+// Protocol codes of the untyped first messages.
+const (
+	protocol3   = 196608
+	sslRequest  = 80877103
+	gssRequest  = 80877104
+	cancelCode  = 80877102
+	maxMessage  = 1 << 30
+)
+
+func (s *session) stop(what string) {
+	s.off = true
+	s.r.mu.Lock()
+	s.r.skip(capture.Dropped, reasonUndecoded, s.id+": "+what)
+	s.r.mu.Unlock()
+}
+
+// client handles one message from the client.
+func (s *session) client(typ byte, body []byte, at time.Time) {
+	if s.startup {
+		if len(body) < 4 {
+			s.stop("a short startup message")
+			return
+		}
+		switch code := binary.BigEndian.Uint32(body); code {
+		case sslRequest, gssRequest:
+			s.startup, s.sslReply = false, true
+		case cancelCode:
+			s.off = true
+			s.r.mu.Lock()
+			s.r.skip(capture.Ignored, reasonCancel, s.host)
+			s.r.mu.Unlock()
+		case protocol3:
+			s.startup = false
+			kv := strings.Split(string(body[4:]), "\x00")
+			for i := 0; i+1 < len(kv); i += 2 {
+				switch kv[i] {
+				case "user":
+					s.user = kv[i+1]
+				case "database":
+					s.database = kv[i+1]
+				case "application_name":
+					s.app = kv[i+1]
+				}
+			}
+			if s.database == "" {
+				s.database = s.user
+			}
+			s.r.mu.Lock()
+			s.started, s.start = true, at
+			s.r.mu.Unlock()
+		default:
+			s.stop(fmt.Sprintf("protocol %d", code))
+		}
+		return
+	}
+	m := msg{b: body}
+	switch typ {
+	case 'Q':
+		text := m.str()
+		s.simple = &pend{text: text, start: at}
+	case 'P':
+		name, text := m.str(), m.str()
+		n := int(m.u16())
+		types := make([]uint32, 0, n)
+		for range n {
+			types = append(types, m.u32())
+		}
+		if m.bad {
+			s.stop("a Parse message")
+			return
+		}
+		s.prepared[name] = prepared{text: text, types: types}
+		s.mark(at)
+	case 'B':
+		name, stmt := m.str(), m.str()
+		nf := int(m.u16())
+		formats := make([]uint16, nf)
+		for i := range formats {
+			formats[i] = m.u16()
+		}
+		n := int(m.u16())
+		pr := s.prepared[stmt]
+		p := portal{stmt: stmt, params: make([]*string, n)}
+		for i := range n {
+			l := int32(m.u32())
+			if l < 0 {
+				continue // NULL
+			}
+			raw := m.bytes(int(l))
+			format := uint16(0)
+			switch {
+			case nf == 1:
+				format = formats[0]
+			case i < nf:
+				format = formats[i]
+			}
+			var t uint32
+			if i < len(pr.types) {
+				t = pr.types[i]
+			}
+			v, ok := value(raw, format, t)
+			if !ok {
+				p.truncated = true
+				continue
+			}
+			p.params[i] = &v
+		}
+		if m.bad {
+			s.stop("a Bind message")
+			return
+		}
+		s.portals[name] = p
+		s.mark(at)
+	case 'E':
+		name := m.str()
+		p, ok := s.portals[name]
+		pr, known := s.prepared[p.stmt]
+		if !ok || !known {
+			return // a portal bound before the capture began
+		}
+		start := s.group
+		if start.IsZero() {
+			start = at
+		}
+		s.group = time.Time{}
+		st := capture.Statement{Extended: true, Params: p.params, ParamsTruncated: p.truncated, Prepared: p.stmt}
+		if len(pr.types) > 0 {
+			st.Types = pr.types
+		}
+		if p.truncated {
+			s.r.mu.Lock()
+			s.r.skip(capture.Dropped, reasonBinary, s.id)
+			s.r.mu.Unlock()
+		}
+		s.pending = append(s.pending, &pend{st: st, text: pr.text, start: start})
+	case 'S':
+		s.pending = append(s.pending, nil) // a Sync: the server answers ReadyForQuery
+		s.group = time.Time{}
+	case 'C':
+		kind, name := m.byte(), m.str()
+		if kind == 'S' {
+			delete(s.prepared, name)
+		} else {
+			delete(s.portals, name)
+		}
+	case 'd':
+		if p := s.copying(); p != nil {
+			p.st.CopyBytes += int64(len(body))
+		}
+	case 'X':
+		s.r.mu.Lock()
+		s.end = at
+		s.r.mu.Unlock()
+	}
+}
+
+// mark notes the first message of a statement being built (Parse, Bind).
+func (s *session) mark(at time.Time) {
+	if s.group.IsZero() {
+		s.group = at
+	}
+}
+
+// copying is the statement a COPY ... FROM STDIN's data belongs to.
+func (s *session) copying() *pend {
+	if s.simple != nil {
+		return s.simple
+	}
+	for _, p := range s.pending {
+		if p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// server handles one message from the server.
+func (s *session) server(typ byte, body []byte, at time.Time) {
+	m := msg{b: body}
+	switch typ {
+	case 'K':
+		pid := int(m.u32())
+		s.r.mu.Lock()
+		s.pid = pid
+		s.r.mu.Unlock()
+	case 'C', 'I', 's':
+		var rows *int64
+		if typ == 'C' {
+			rows = tagRows(m.str())
+		}
+		if s.simple != nil {
+			s.simple.rows = rows // the last statement's, of a query of several
+			return
+		}
+		if p := s.first(); p != nil {
+			p.rows = rows
+			s.finish(p, at)
+		}
+	case 'E':
+		e := errorOf(body)
+		if s.simple != nil {
+			if s.simple.err == nil {
+				s.simple.err = e
+			}
+			return
+		}
+		if p := s.first(); p != nil {
+			p.err = e
+			s.finish(p, at)
+		}
+		// The rest up to the Sync never ran.
+		for len(s.pending) > 0 && s.pending[0] != nil {
+			s.pending = s.pending[1:]
+		}
+	case 'Z':
+		if s.simple != nil {
+			p := s.simple
+			s.simple = nil
+			s.record(p, at, capture.Statement{})
+			return
+		}
+		// Statements before this Sync that had no answer did not run.
+		for len(s.pending) > 0 && s.pending[0] != nil {
+			s.pending = s.pending[1:]
+		}
+		if len(s.pending) > 0 {
+			s.pending = s.pending[1:]
+		}
+	}
+}
+
+// first is the oldest statement awaiting its end, nil at a Sync.
+func (s *session) first() *pend {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	return s.pending[0]
+}
+
+// finish records the first pending statement, ended at.
+func (s *session) finish(p *pend, at time.Time) {
+	s.pending = s.pending[1:]
+	s.record(p, at, p.st)
+}
+
+func (s *session) record(p *pend, at time.Time, st capture.Statement) {
+	st.Rows, st.Error, st.CopyBytes = p.rows, p.err, p.st.CopyBytes
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	st.Text = s.r.intern(p.text)
+	s.r.seq++
+	st.Seq = s.r.seq
+	s.stmts = append(s.stmts, &done{st: st, start: p.start, end: at})
+}
+
+// tagRows reads the row count of a command tag ("INSERT 0 3", "UPDATE 2",
+// "SELECT 10", "COPY 5"); nil for tags without one.
+func tagRows(tag string) *int64 {
+	i := strings.LastIndexByte(tag, ' ')
+	if i < 0 {
+		return nil
+	}
+	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// errorOf reads an ErrorResponse's SQLSTATE and message.
+func errorOf(body []byte) *capture.Error {
+	e := &capture.Error{}
+	for len(body) > 1 && body[0] != 0 {
+		code := body[0]
+		end := 1
+		for end < len(body) && body[end] != 0 {
+			end++
+		}
+		v := string(body[1:end])
+		switch code {
+		case 'C':
+			e.SQLState = v
+		case 'M':
+			e.Message = v
+		}
+		if end >= len(body) {
+			break
+		}
+		body = body[end+1:]
+	}
+	return e
+}
+
+// msg reads a message's fields; bad is set when it ran out.
+type msg struct {
+	b   []byte
+	bad bool
+}
+
+func (m *msg) str() string {
+	for i, c := range m.b {
+		if c == 0 {
+			s := string(m.b[:i])
+			m.b = m.b[i+1:]
+			return s
+		}
+	}
+	m.bad = true
+	return ""
+}
+
+func (m *msg) byte() byte {
+	if len(m.b) < 1 {
+		m.bad = true
+		return 0
+	}
+	c := m.b[0]
+	m.b = m.b[1:]
+	return c
+}
+
+func (m *msg) u16() uint16 {
+	if len(m.b) < 2 {
+		m.bad = true
+		return 0
+	}
+	v := binary.BigEndian.Uint16(m.b)
+	m.b = m.b[2:]
+	return v
+}
+
+func (m *msg) u32() uint32 {
+	if len(m.b) < 4 {
+		m.bad = true
+		return 0
+	}
+	v := binary.BigEndian.Uint32(m.b)
+	m.b = m.b[4:]
+	return v
+}
+
+func (m *msg) bytes(n int) []byte {
+	if n < 0 || len(m.b) < n {
+		m.bad = true
+		return nil
+	}
+	v := m.b[:n]
+	m.b = m.b[n:]
+	return v
+}
+
+// buffer holds one direction's bytes until whole messages are there.
+type buffer struct{ b []byte }
+
+func (b *buffer) write(p []byte) { b.b = append(b.b, p...) }
+
+// message takes a typed message: type, 4-byte length (itself included),
+// body; bad when the length cannot be a message's.
+func (b *buffer) message() (typ byte, body []byte, ok, bad bool) {
+	if len(b.b) < 5 {
+		return 0, nil, false, false
+	}
+	n := int(binary.BigEndian.Uint32(b.b[1:5]))
+	if n < 4 || n > maxMessage {
+		return 0, nil, false, true
+	}
+	if len(b.b) < 1+n {
+		return 0, nil, false, false
+	}
+	typ, body = b.b[0], append([]byte(nil), b.b[5:1+n]...)
+	b.b = b.b[1+n:]
+	if len(b.b) == 0 {
+		b.b = nil // let the array go
+	}
+	return typ, body, true, false
+}
+
+// untyped takes a startup-phase message: 4-byte length, body.
+func (b *buffer) untyped() (body []byte, ok, bad bool) {
+	if len(b.b) < 4 {
+		return nil, false, false
+	}
+	n := int(binary.BigEndian.Uint32(b.b))
+	if n < 8 || n > 10000 {
+		return nil, false, true
+	}
+	if len(b.b) < n {
+		return nil, false, false
+	}
+	body = append([]byte(nil), b.b[4:n]...)
+	b.b = b.b[n:]
+	return body, true, false
+}
+
+func (b *buffer) byte1() (byte, bool) {
+	if len(b.b) < 1 {
+		return 0, false
+	}
+	c := b.b[0]
+	b.b = b.b[1:]
+	return c, true
+}
