@@ -284,11 +284,11 @@ func (x *Session) Close(at time.Time) {
 
 // Protocol codes of the untyped first messages.
 const (
-	protocol3   = 196608
-	sslRequest  = 80877103
-	gssRequest  = 80877104
-	cancelCode  = 80877102
-	maxMessage  = 1 << 30
+	protocol3  = 196608
+	sslRequest = 80877103
+	gssRequest = 80877104
+	cancelCode = 80877102
+	maxMessage = 1 << 30
 )
 
 func (s *session) stop(what string) {
