@@ -94,7 +94,11 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 		fmt.Fprintf(w, "    note         %s\n", n)
 	}
 	div := rp.Divergent()
-	fmt.Fprintf(w, "\n    outcomes against the capture (%d divergent statements; errors and commits compared, not rows or results)\n", div)
+	compared := "errors and commits compared, not rows or results"
+	if rp.RowsCompared > 0 {
+		compared = fmt.Sprintf("errors, commits and the rows of %d statements compared, not results", rp.RowsCompared)
+	}
+	fmt.Fprintf(w, "\n    outcomes against the capture (%d divergent statements; %s)\n", div, compared)
 	if len(rp.Outcomes) == 0 {
 		fmt.Fprintf(w, "      every replayed statement succeeded or failed as it did in the capture\n")
 	} else {

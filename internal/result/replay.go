@@ -18,11 +18,14 @@ type Replay struct {
 	// SessionsFiltered were left out by the session filters.
 	SessionsFiltered int `json:"sessions_filtered,omitempty"`
 	// Statements captured; Replayed issued (OK and Errors).
-	Statements  int64            `json:"statements"`
-	Replayed    int64            `json:"replayed"`
-	OK          int64            `json:"ok"`
-	Errors      int64            `json:"errors"`
-	NotReplayed map[string]int64 `json:"not_replayed,omitempty"` // by reason
+	Statements int64 `json:"statements"`
+	Replayed   int64 `json:"replayed"`
+	// RowsCompared counts the statements whose rows affected or returned
+	// were compared with the capture's (a wire capture has them).
+	RowsCompared int64            `json:"rows_compared,omitempty"`
+	OK           int64            `json:"ok"`
+	Errors       int64            `json:"errors"`
+	NotReplayed  map[string]int64 `json:"not_replayed,omitempty"` // by reason
 	// Lag behind the schedule when each statement was issued (absent as
 	// fast as possible).
 	Lag *Histogram `json:"lag,omitempty"`

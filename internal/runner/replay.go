@@ -543,7 +543,7 @@ func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *r
 		Errors: map[string]int64{"statement": res.Errors}, Rollbacks: map[string]int64{}, Statements: res.Replayed}}
 	rp := &result.Replay{Capture: o.Capture, CaptureSeconds: res.CaptureSeconds, ReplaySeconds: res.ReplaySeconds,
 		Speed: res.Speed, Sync: res.Sync, Sessions: res.Sessions, SessionsFailed: res.SessionsFailed,
-		SessionsFiltered: res.SessionsFiltered, Statements: res.Statements, Replayed: res.Replayed, OK: res.OK,
+		SessionsFiltered: res.SessionsFiltered, Statements: res.Statements, Replayed: res.Replayed, OK: res.OK, RowsCompared: res.RowsCompared,
 		Errors: res.Errors, NotReplayed: res.NotReplayed, CapturedCommits: res.CapturedCommits,
 		ReplayedCommits: res.ReplayedCommits, CapturedTransactions: res.CapturedTransactions,
 		ReplayedTransactions: res.ReplayedTransactions, Notes: res.Notes, Literals: o.Literals}

@@ -124,7 +124,51 @@ func TestWireCapturePgbench(t *testing.T) {
 	if got := pgbenchState(t, Target{URL: replayed.URL()}); got != want {
 		t.Errorf("after the replay: %s\nafter the original run: %s", got, want)
 	}
-	if rp := r.Replay; rp.Replayed != rp.Statements || rp.Divergent() != 0 {
-		t.Errorf("replayed %d of %d statements, %d divergent: %+v", rp.Replayed, rp.Statements, rp.Divergent(), rp.Outcomes)
+	if rp := r.Replay; rp.Replayed != rp.Statements || rp.Divergent() != 0 || rp.RowsCompared < 3*clients*txs*5 {
+		t.Errorf("replayed %d of %d statements, %d divergent, rows of %d compared: %+v", rp.Replayed, rp.Statements, rp.Divergent(),
+			rp.RowsCompared, rp.Outcomes)
+	}
+	if !strings.Contains(out.String(), "the rows of") {
+		t.Errorf("the report does not say rows were compared:\n%s", out.String())
+	}
+
+	// Onto a copy without the odd accounts: their updates and reads find
+	// no row, which the rows affected and returned show, by statement.
+	again := base.PGData + "-again"
+	if o, err := exec.Command("cp", "-a", snapshot, again).CombinedOutput(); err != nil {
+		t.Fatalf("copy the starting state: %v\n%s", err, o)
+	}
+	replayed.Stop()
+	thinned := start(again)
+	execSQL(t, Target{URL: thinned.URL()}, "DELETE FROM pgbench_accounts WHERE aid % 2 = 1")
+	var out2 bytesBuffer
+	path = filepath.Join(t.TempDir(), "thinned.json")
+	err = Replay(context.Background(), ReplayOptions{Common: Common{Target: Target{URL: thinned.URL()}, Stdout: &out2, Stderr: &out2},
+		Capture: capFile, Speed: 0, Label: "thinned", Out: path})
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out2.String())
+	}
+	if r, err = result.Read(path); err != nil {
+		t.Fatal(err)
+	}
+	differ := map[string]int64{}
+	for _, o := range r.Replay.Outcomes {
+		if o.Kind == "rows differ" {
+			differ[o.Fingerprint] += o.Count
+		}
+	}
+	var update, sel int64
+	for fp, n := range differ {
+		switch {
+		case strings.HasPrefix(fp, "UPDATE pgbench_accounts"):
+			update += n
+		case strings.HasPrefix(fp, "SELECT abalance"):
+			sel += n
+		}
+	}
+	t.Logf("rows compared %d; on the thinned copy rows differ for %d account updates and %d reads", r.Replay.RowsCompared, update, sel)
+	// About half of the 360 updates and reads touched an odd account.
+	if update < 100 || update > 260 || sel != update {
+		t.Errorf("rows differ: %d account updates, %d reads, want the same half of %d: %v", update, sel, 3*clients*txs, differ)
 	}
 }

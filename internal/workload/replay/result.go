@@ -1,7 +1,10 @@
 package replay
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +26,11 @@ type Result struct {
 	SessionsFiltered              int
 	// Statements were captured; Replayed were issued (OK plus Errors).
 	Statements, Replayed, OK, Errors int64
+	// RowsCompared counts the statements whose rows (affected or
+	// returned) were compared with the capture's: those that succeeded
+	// in both, where the capture has them (a wire capture) and the
+	// server's answer says them.
+	RowsCompared int64
 	NotReplayed                      map[string]int64 // by reason
 	// Latency is every replayed statement's client time; Commit the
 	// COMMIT statements' alone.
@@ -83,10 +91,13 @@ const (
 	// NoData: a statement whose data the log does not hold (COPY FROM
 	// STDIN, run empty; a fast-path call, skipped): its effect is missing.
 	NoData = "data not captured"
+	// RowsDiffer: succeeded in both, with another count of rows affected
+	// or returned than the capture's (wire captures keep them).
+	RowsDiffer = "rows differ"
 )
 
 // kindRank orders outcomes: divergence first, the expected last.
-var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, NoData: 3, Vanished: 4, Committed: 5, Expected: 6}
+var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, RowsDiffer: 3, NoData: 4, Vanished: 5, Committed: 6, Expected: 7}
 
 // Outcome counts statements of one fingerprint that ended one way.
 type Outcome struct {
@@ -292,6 +303,14 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 	case want == "" && got == "" && capRB && !repRB:
 		outcome = Committed
 	case want == "" && got == "":
+		if st.Rows != nil {
+			if n, ok := tagRows(tag); ok {
+				r.res.RowsCompared++
+				if n != *st.Rows {
+					r.outcome(RowsDiffer, f.Text, "", "", fmt.Sprintf("captured %d rows, replayed %d", *st.Rows, n))
+				}
+			}
+		}
 	case want == "":
 		outcome = New
 	case got == "":
@@ -314,6 +333,17 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		msg = st.Error.Message
 	}
 	r.outcome(outcome, f.Text, want, got, msg)
+}
+
+// tagRows reads the rows a command tag counts ("UPDATE 3", "INSERT 0 1",
+// "SELECT 10"); false for a tag without a count.
+func tagRows(tag string) (int64, bool) {
+	i := strings.LastIndexByte(tag, ' ')
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
+	return n, err == nil
 }
 
 // outcome counts one statement that ended a way worth reporting; call

@@ -77,6 +77,16 @@ func merge(a, b int) int {
 	return litOther
 }
 
+// declared tells types that name at least one type (not all inferred).
+func declared(types []uint32) bool {
+	for _, t := range types {
+		if t != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Type decides the parameter types of the extended-protocol statements.
 // The log holds parameters as text only, and libpq-style clients send them
 // untyped, so the server infers the types as when they were captured. But
@@ -87,7 +97,9 @@ func merge(a, b int) int {
 // captured value of that parameter is an integer, a numeric or a boolean
 // literal (written as the server would write it back, so that a text
 // column receiving it is unchanged), it is bound with that type, if the
-// server then accepts the statement. A text the server cannot prepare
+// server then accepts the statement. A wire capture has the types the
+// client declared: its statements are bound with those, not inferred. A
+// text the server cannot prepare
 // before the replay (it uses a table the workload creates) stays untyped.
 func Type(ctx context.Context, c *capture.Capture, describe Describe) (map[int][]uint32, Typing) {
 	type use struct {
@@ -97,9 +109,19 @@ func Type(ctx context.Context, c *capture.Capture, describe Describe) (map[int][
 	}
 	uses := map[int]*use{}
 	var order []int
+	types := map[int][]uint32{}
+	// A wire capture has the types the client declared: bound with
+	// those, as the client did (0: the server infers, as it did).
 	for _, s := range c.Sessions {
 		for _, st := range s.Statements {
-			if !st.Extended || len(st.Params) == 0 || st.ParamsTruncated {
+			if _, ok := types[st.Text]; !ok && st.Extended && declared(st.Types) {
+				types[st.Text] = st.Types
+			}
+		}
+	}
+	for _, s := range c.Sessions {
+		for _, st := range s.Statements {
+			if _, ok := types[st.Text]; ok || !st.Extended || len(st.Params) == 0 || st.ParamsTruncated {
 				continue
 			}
 			u := uses[st.Text]
@@ -116,7 +138,6 @@ func Type(ctx context.Context, c *capture.Capture, describe Describe) (map[int][
 			}
 		}
 	}
-	types := map[int][]uint32{}
 	var t Typing
 	for _, text := range order {
 		u := uses[text]
