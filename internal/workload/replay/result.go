@@ -31,7 +31,7 @@ type Result struct {
 	// in both, where the capture has them (a wire capture) and the
 	// server's answer says them.
 	RowsCompared int64
-	NotReplayed                      map[string]int64 // by reason
+	NotReplayed  map[string]int64 // by reason
 	// Latency is every replayed statement's client time; Commit the
 	// COMMIT statements' alone.
 	Latency, Commit *metrics.Histogram
