@@ -34,7 +34,7 @@ func cmdCapture(ctx context.Context, args []string) error {
 	force := fs.Bool("force", false, "replace the capture file if it exists")
 	keepOwn := fs.Bool("keep-own", false, "keep dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out and counted by default")
 	proxy := fs.String("proxy", "", "capture from the wire instead of logs: listen on HOST:PORT and relay each client to --upstream, recording what they exchange (PostgreSQL; the clients connect here without TLS)")
-	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT")
+	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT, or its socket file (/var/run/postgresql/.s.PGSQL.5432)")
 	duration := fs.Duration("duration", 0, "with --proxy: stop after this long (default: at Ctrl-C)")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -107,9 +107,12 @@ type Statement struct {
 	// prepared the statement (PostgreSQL type OIDs, 0 for "let the server
 	// infer"); nil when the source does not say (server logs).
 	Types []uint32
-	// CopyBytes is the size of the data a COPY ... FROM STDIN sent; the
-	// data is not kept.
+	// CopyBytes is the size of the data a COPY ... FROM STDIN sent, and
+	// CopyData the data (the COPY stream as the client sent it) when the
+	// capture kept it (a wire capture, up to pgwire's limit); nil
+	// otherwise.
 	CopyBytes int64
+	CopyData  []byte
 }
 
 // Error is a statement's failure as logged.
@@ -219,8 +222,17 @@ func (c *Capture) Summary() string {
 		fmt.Fprintf(&b, "unreplayable: %d statements without their full parameters\n", truncated)
 	}
 	if copies > 0 && c.FromWire() {
-		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: their data was not kept (a replay runs them empty and reports them)\n",
-			copies, strings.Join(sortedKeys(copyTables), ", "))
+		kept, bytes := 0, int64(0)
+		for i := range c.Sessions {
+			for _, st := range c.Sessions[i].Statements {
+				if st.CopyData != nil {
+					kept++
+					bytes += int64(len(st.CopyData))
+				}
+			}
+		}
+		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: the data of %d kept (%d bytes), replayed as sent; the others run empty and are reported\n",
+			copies, strings.Join(sortedKeys(copyTables), ", "), kept, bytes)
 	} else if copies > 0 {
 		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: the rows are not in the log (a replay runs them empty and reports them)\n",
 			copies, strings.Join(sortedKeys(copyTables), ", "))

@@ -59,6 +59,7 @@ type fileStatement struct {
 	Rows      *int64     `json:"r,omitempty"`
 	Types     []uint32   `json:"ty,omitempty"`
 	CopyBytes int64      `json:"cb,omitempty"`
+	CopyData  []byte     `json:"cd,omitempty"`
 }
 
 type fileError struct {
@@ -90,7 +91,7 @@ func Write(path string, c *Capture) error {
 		for k, st := range s.Statements {
 			f := fileStatement{Offset: us(st.Offset), Duration: us(st.Duration), Text: st.Text, Prepared: st.Prepared,
 				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated, Seq: st.Seq, Rows: st.Rows, Types: st.Types,
-				CopyBytes: st.CopyBytes}
+				CopyBytes: st.CopyBytes, CopyData: st.CopyData}
 			if st.Error != nil {
 				f.Error = &fileError{SQLState: st.Error.SQLState, Message: st.Error.Message}
 			}
@@ -177,7 +178,7 @@ func decode(r io.Reader, path string) (*Capture, error) {
 			}
 			st := Statement{Offset: time.Duration(f.Offset) * time.Microsecond, Duration: time.Duration(f.Duration) * time.Microsecond,
 				Text: f.Text, Prepared: f.Prepared, Extended: f.Extended, Params: f.Params, ParamsTruncated: f.Truncated,
-				Seq: f.Seq, Rows: f.Rows, Types: f.Types, CopyBytes: f.CopyBytes}
+				Seq: f.Seq, Rows: f.Rows, Types: f.Types, CopyBytes: f.CopyBytes, CopyData: f.CopyData}
 			if f.Error != nil {
 				st.Error = &Error{SQLState: f.Error.SQLState, Message: f.Error.Message}
 			}

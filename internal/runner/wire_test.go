@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/capture/pgwire"
@@ -171,4 +172,69 @@ func TestWireCapturePgbench(t *testing.T) {
 	if update < 100 || update > 260 || sel != update {
 		t.Errorf("rows differ: %d account updates, %d reads, want the same half of %d: %v", update, sel, 3*clients*txs, differ)
 	}
+}
+
+// The psycopg 3 client (typed parameters, savepoints, COPY FROM STDIN, a
+// reused statement name, two sessions contending for a row) captured
+// from the wire, relayed to the server's socket file: the COPY's data is
+// in the capture, so the replay at the captured pace ends with every
+// table as the client left it, the COPY's included, and nothing
+// divergent.
+func TestWireCapturePsycopg(t *testing.T) {
+	py := psycopgClient(t)
+	script, err := filepath.Abs("testdata/psycopg_client.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *capture.Capture
+	rec := record(t, func(inst *managed.Instance) {
+		execSQL(t, Target{URL: inst.URL()}, `CREATE TABLE typed(note text); CREATE TABLE sp(v int); CREATE TABLE copied(v int);
+			CREATE TABLE reused(v text); CREATE TABLE counter(id int PRIMARY KEY, n int); INSERT INTO counter VALUES (1, 0)`)
+	}, func(inst *managed.Instance) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire := pgwire.NewRecorder("test proxy")
+		ctx, stop := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() {
+			served <- pgwire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wire)
+		}()
+		dsn := "host=127.0.0.1 port=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + " user=" + inst.User + " dbname=" + inst.Database
+		out, err := exec.Command(py, script, dsn).CombinedOutput()
+		stop()
+		if serr := <-served; serr != nil {
+			t.Fatal(serr)
+		}
+		if err != nil {
+			t.Fatalf("psycopg client through the proxy: %v\n%s", err, out)
+		}
+		c = wire.Capture()
+	})
+	rec.capture = filepath.Join(t.TempDir(), "wire.capture")
+	if err := capture.Write(rec.capture, c); err != nil {
+		t.Fatal(err)
+	}
+	copied := 0
+	for _, s := range c.Sessions {
+		for _, st := range s.Statements {
+			if strings.HasPrefix(c.Texts[st.Text], "COPY copied") && st.CopyData != nil && st.Rows != nil && *st.Rows == 5 {
+				copied++
+			}
+		}
+	}
+	if copied != 1 {
+		t.Errorf("%d COPY statements with their 5 rows' data in the capture:\n%s", copied, c.Summary())
+	}
+	r, out := replayVerified(t, rec, 1, 60*time.Second)
+	rp, es := r.Replay, r.Replay.EndState
+	if es.Match+es.ClockOnly != es.Of {
+		t.Errorf("end state: %s\n%s", es.Summary, out)
+	}
+	if rp.Divergent() != 0 || rp.ReplayedTransactions != rp.CapturedTransactions {
+		t.Errorf("%d divergent, transactions %d of %d: %+v", rp.Divergent(), rp.ReplayedTransactions, rp.CapturedTransactions, rp.Outcomes)
+	}
+	t.Logf("psycopg from the wire: %s; capture %.2f s, replay %.2f s, rows of %d statements compared", es.Summary, rec.captureS,
+		rp.ReplaySeconds, rp.RowsCompared)
 }

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,10 +36,11 @@ type ReplayConn interface {
 	// name that comes back with another text (the client closed it and
 	// prepared it anew) is prepared again.
 	Prepared(ctx context.Context, name, sql string, params []*string, types []uint32) (tag string, err error)
-	// CopyIn runs a COPY ... FROM STDIN with no data: the log never holds
-	// the rows a client sent, so the table gets none, and the COPY ends
-	// instead of waiting for data that never comes.
-	CopyIn(ctx context.Context, sql string) (tag string, err error)
+	// CopyIn runs a COPY ... FROM STDIN with data, the COPY stream as the
+	// client sent it (a wire capture keeps it), or with none (nil: a log
+	// never holds the rows a client sent, so the table gets none, and the
+	// COPY ends instead of waiting for data that never comes).
+	CopyIn(ctx context.Context, sql string, data []byte) (tag string, err error)
 	// Describe prepares sql as the unnamed statement with the parameter
 	// types given (0: inferred) and returns the types the server chose.
 	Describe(ctx context.Context, sql string, types []uint32) ([]uint32, error)
@@ -276,8 +278,8 @@ func (r *replayConn) Batch(ctx context.Context, stmts []BatchStatement, done fun
 	return ran, err
 }
 
-func (r *replayConn) CopyIn(ctx context.Context, sql string) (string, error) {
-	tag, err := r.c.CopyFrom(ctx, strings.NewReader(""), sql)
+func (r *replayConn) CopyIn(ctx context.Context, sql string, data []byte) (string, error) {
+	tag, err := r.c.CopyFrom(ctx, bytes.NewReader(data), sql)
 	return tag.String(), err
 }
 

@@ -46,7 +46,11 @@ const (
 	reasonBinary    = "statements with binary parameters of a type not decoded (replayed without them: skipped)"
 	reasonUndecoded = "protocol messages that could not be decoded (the rest of the session is not captured)"
 	reasonOwn       = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
+	reasonCopyBig   = "COPY FROM STDIN data over 64 MiB a statement, not kept (replayed empty, and reported)"
 )
+
+// maxCopyData is the most COPY data a statement keeps.
+const maxCopyData = 64 << 20
 
 func (r *Recorder) skip(effect capture.SkipEffect, reason, where string) {
 	s := r.skipped[reason]
@@ -430,6 +434,17 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 	case 'd':
 		if p := s.copying(); p != nil {
 			p.st.CopyBytes += int64(len(body))
+			switch {
+			case p.st.CopyBytes > maxCopyData:
+				if p.st.CopyData != nil {
+					p.st.CopyData = nil
+					s.r.mu.Lock()
+					s.r.skip(capture.Flagged, reasonCopyBig, s.id)
+					s.r.mu.Unlock()
+				}
+			default:
+				p.st.CopyData = append(p.st.CopyData, body...)
+			}
 		}
 	case 'X':
 		s.r.mu.Lock()
@@ -528,7 +543,7 @@ func (s *session) finish(p *pend, at time.Time) {
 }
 
 func (s *session) record(p *pend, at time.Time, st capture.Statement) {
-	st.Rows, st.Error, st.CopyBytes = p.rows, p.err, p.st.CopyBytes
+	st.Rows, st.Error, st.CopyBytes, st.CopyData = p.rows, p.err, p.st.CopyBytes, p.st.CopyData
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	st.Text = s.r.intern(p.text)

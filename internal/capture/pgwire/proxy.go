@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Proxy relays the clients that connect to listen to the server at
-// upstream, and records what they exchange in rec, until ctx ends: then it
+// upstream (HOST:PORT, or the path of its unix socket file), and records what they exchange in rec, until ctx ends: then it
 // stops listening and closes the connections it relays. It returns once
 // every connection is closed; an error only when it cannot listen.
 func Proxy(ctx context.Context, listen, upstream string, rec *Recorder) error {
@@ -57,7 +58,11 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder)
 			}
 			return err
 		}
-		server, err := net.DialTimeout("tcp", upstream, 10*time.Second)
+		network := "tcp"
+		if strings.HasPrefix(upstream, "/") {
+			network = "unix" // the server's socket file
+		}
+		server, err := net.DialTimeout(network, upstream, 10*time.Second)
 		if err != nil {
 			client.Close()
 			continue // the client sees its connection closed, as the server's refusal

@@ -320,6 +320,10 @@ func (p *play) session(ctx context.Context, i int) {
 		if st.ParamsTruncated {
 			how = skipTruncated
 		}
+		copyData := how == capture.NoCopyData && st.CopyData != nil
+		if copyData {
+			how = "" // a wire capture kept the data: sent as the client sent it
+		}
 		if how != "" && how != capture.NoCopyData {
 			p.skip(i, next, how)
 			continue
@@ -363,7 +367,9 @@ func (p *play) session(ctx context.Context, i int) {
 		var err error
 		switch {
 		case how == capture.NoCopyData:
-			tag, err = conn.CopyIn(ctx, text)
+			tag, err = conn.CopyIn(ctx, text, nil)
+		case copyData:
+			tag, err = conn.CopyIn(ctx, text, st.CopyData)
 		case st.Prepared != "":
 			tag, err = conn.Prepared(ctx, st.Prepared, text, st.Params, types)
 		case st.Extended:

@@ -69,7 +69,7 @@ func (c *fakeConn) Extended(_ context.Context, sql string, p []*string, _ []uint
 func (c *fakeConn) Prepared(_ context.Context, name, sql string, p []*string, _ []uint32) (string, error) {
 	return c.do("prepared", name, sql, p)
 }
-func (c *fakeConn) CopyIn(_ context.Context, sql string) (string, error) {
+func (c *fakeConn) CopyIn(_ context.Context, sql string, _ []byte) (string, error) {
 	return c.do("copy", "", sql, nil)
 }
 func (c *fakeConn) Batchable(name, _ string, extended bool) (bool, bool) {
