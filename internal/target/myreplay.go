@@ -238,7 +238,9 @@ func (r *myReplayConn) Prepared(context.Context, string, string, []*string, []ui
 	return "", errMyProtocol
 }
 
-func (r *myReplayConn) CopyIn(context.Context, string, []byte) (string, error) { return "", errMyProtocol }
+func (r *myReplayConn) CopyIn(context.Context, string, []byte) (string, error) {
+	return "", errMyProtocol
+}
 
 func (r *myReplayConn) Describe(context.Context, string, []uint32) ([]uint32, error) {
 	return nil, errMyProtocol

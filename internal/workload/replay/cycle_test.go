@@ -100,7 +100,9 @@ func (c *lockConn) Extended(ctx context.Context, sql string, _ []*string, _ []ui
 func (c *lockConn) Prepared(ctx context.Context, _, sql string, _ []*string, _ []uint32) (string, error) {
 	return c.Simple(ctx, sql)
 }
-func (c *lockConn) CopyIn(ctx context.Context, sql string, _ []byte) (string, error) { return c.Simple(ctx, sql) }
+func (c *lockConn) CopyIn(ctx context.Context, sql string, _ []byte) (string, error) {
+	return c.Simple(ctx, sql)
+}
 func (c *lockConn) Describe(context.Context, string, []uint32) ([]uint32, error) {
 	return nil, nil
 }
