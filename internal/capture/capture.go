@@ -178,6 +178,14 @@ func (c *Capture) Summary() string {
 	var busy time.Duration
 	states := map[string]int{}
 	copyTables := map[string]int{}
+	// What each text is, read once: a capture repeats a few texts a
+	// million times.
+	copyOf := make([]string, len(c.Texts))
+	isCopy, isFast := make([]bool, len(c.Texts)), make([]bool, len(c.Texts))
+	for i, text := range c.Texts {
+		copyOf[i], isCopy[i] = CopyFromStdin(text)
+		isFast[i] = !isCopy[i] && strings.HasPrefix(text, FastPath)
+	}
 	for i := range c.Sessions {
 		s := &c.Sessions[i]
 		if s.StartedBeforeLog {
@@ -198,11 +206,10 @@ func (c *Capture) Summary() string {
 			if st.ParamsTruncated {
 				truncated++
 			}
-			text := c.Texts[st.Text]
-			if t, ok := CopyFromStdin(text); ok {
+			if isCopy[st.Text] {
 				copies++
-				copyTables[t]++
-			} else if strings.HasPrefix(text, FastPath) {
+				copyTables[copyOf[st.Text]]++
+			} else if isFast[st.Text] {
 				fastpath++
 			}
 			if st.Error != nil {

@@ -666,7 +666,9 @@ func (b *buffer) message() (typ byte, body []byte, ok, bad bool) {
 	if len(b.b) < 1+n {
 		return 0, nil, false, false
 	}
-	typ, body = b.b[0], append([]byte(nil), b.b[5:1+n]...)
+	// The body is the buffer's: valid until the next write, which appends
+	// after it; the decoder copies what it keeps.
+	typ, body = b.b[0], b.b[5:1+n]
 	b.b = b.b[1+n:]
 	if len(b.b) == 0 {
 		b.b = nil // let the array go
@@ -686,7 +688,7 @@ func (b *buffer) untyped() (body []byte, ok, bad bool) {
 	if len(b.b) < n {
 		return nil, false, false
 	}
-	body = append([]byte(nil), b.b[4:n]...)
+	body = b.b[4:n]
 	b.b = b.b[n:]
 	return body, true, false
 }
