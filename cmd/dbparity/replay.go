@@ -35,7 +35,9 @@ func cmdCapture(ctx context.Context, args []string) error {
 	keepOwn := fs.Bool("keep-own", false, "keep dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out and counted by default")
 	proxy := fs.String("proxy", "", "capture from the wire instead of logs: listen on HOST:PORT and relay each client to --upstream, recording what they exchange (PostgreSQL; the clients connect here without TLS)")
 	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT, or its socket file (/var/run/postgresql/.s.PGSQL.5432)")
-	duration := fs.Duration("duration", 0, "with --proxy: stop after this long (default: at Ctrl-C)")
+	listenOn := fs.String("listen-on", "", "capture from the wire passively: read the packets on this network interface (lo, eth0; needs CAP_NET_RAW) to and from --port (PostgreSQL)")
+	port := fs.Int("port", 0, "with --listen-on: the server's TCP port")
+	duration := fs.Duration("duration", 0, "with --proxy or --listen-on: stop after this long (default: at Ctrl-C)")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -48,11 +50,17 @@ func cmdCapture(ctx context.Context, args []string) error {
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see dbparity capture --help)", err)}
 	}
-	if *proxy != "" || *upstream != "" {
-		if len(from) > 0 || len(positional) > 0 {
-			return runner.UsageError{Err: errors.New("--proxy captures from the wire: leave out the log files")}
+	wire := *proxy != "" || *upstream != ""
+	if wire || *listenOn != "" || *port != 0 {
+		switch {
+		case len(from) > 0 || len(positional) > 0:
+			return runner.UsageError{Err: errors.New("--proxy and --listen-on capture from the wire: leave out the log files")}
+		case wire && (*listenOn != "" || *port != 0):
+			return runner.UsageError{Err: errors.New("choose --proxy (relay the clients) or --listen-on (read the packets), not both")}
+		case wire:
+			return captureProxy(ctx, *proxy, *upstream, *out, *force, *keepOwn, *duration)
 		}
-		return captureProxy(ctx, *proxy, *upstream, *out, *force, *keepOwn, *duration)
+		return captureSniff(ctx, *listenOn, *port, *out, *force, *keepOwn, *duration)
 	}
 	files, err := expandLogs(append([]string(from), positional...))
 	if err != nil {
@@ -105,9 +113,58 @@ func cmdCapture(ctx context.Context, args []string) error {
 // captureProxy records the clients it relays to upstream until ctx ends
 // or d passes, then writes the capture.
 func captureProxy(ctx context.Context, listen, upstream, out string, force, keepOwn bool, d time.Duration) error {
-	switch {
-	case listen == "" || upstream == "":
+	if listen == "" || upstream == "" {
 		return runner.UsageError{Err: errors.New("--proxy HOST:PORT and --upstream HOST:PORT go together")}
+	}
+	if err := checkCaptureOut(out, force, d); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return runner.UsageError{Err: fmt.Errorf("--proxy %s: %v", listen, errors.Unwrap(err))}
+	}
+	return captureWire(ctx, wireCapture{
+		source: "proxy " + ln.Addr().String() + " to " + upstream,
+		banner: fmt.Sprintf("clients connect to %s, relayed to %s", ln.Addr(), upstream),
+		empty:  "no client sent a statement through the proxy, so no capture was written: point the application at " + listen,
+		serve:  func(ctx context.Context, rec *pgwire.Recorder) error { return pgwire.Serve(ctx, ln, upstream, rec) },
+	}, out, keepOwn, d)
+}
+
+// captureSniff records the PostgreSQL sessions in the packets to and from
+// port on iface until ctx ends or d passes, then writes the capture.
+func captureSniff(ctx context.Context, iface string, port int, out string, force, keepOwn bool, d time.Duration) error {
+	if iface == "" || port <= 0 || port > 65535 {
+		return runner.UsageError{Err: errors.New("--listen-on IFACE needs --port, the server's TCP port (1-65535)")}
+	}
+	if err := checkCaptureOut(out, force, d); err != nil {
+		return err
+	}
+	if _, err := net.InterfaceByName(iface); err != nil {
+		return runner.UsageError{Err: fmt.Errorf("--listen-on %s: %v (ip link lists the interfaces)", iface, err)}
+	}
+	var stats pgwire.SniffStats
+	err := captureWire(ctx, wireCapture{
+		source: fmt.Sprintf("interface %s, port %d", iface, port),
+		banner: fmt.Sprintf("reading the packets to and from port %d on %s", port, iface),
+		empty:  fmt.Sprintf("no statement passed port %d on %s, so no capture was written: is it the interface and port the clients reach the server on?", port, iface),
+		serve: func(ctx context.Context, rec *pgwire.Recorder) error {
+			var err error
+			stats, err = pgwire.Sniff(ctx, iface, port, rec)
+			return err
+		},
+		after: func(c *capture.Capture) {
+			if stats.KernelDrops > 0 {
+				c.Skipped = append(c.Skipped, capture.Skip{Reason: "packets the kernel dropped (the capture fell behind): the statements in them are missing",
+					Effect: capture.Dropped, Count: int(stats.KernelDrops), First: iface})
+			}
+		},
+	}, out, keepOwn, d)
+	return err
+}
+
+func checkCaptureOut(out string, force bool, d time.Duration) error {
+	switch {
 	case out == "":
 		return runner.UsageError{Err: errors.New("--out CAPTURE is required")}
 	case d < 0:
@@ -116,23 +173,32 @@ func captureProxy(ctx context.Context, listen, upstream, out string, force, keep
 	if _, err := os.Stat(out); err == nil && !force {
 		return runner.UsageError{Err: fmt.Errorf("%s exists: choose another --out, or add --force to replace it", out)}
 	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return runner.UsageError{Err: fmt.Errorf("--proxy %s: %v", listen, errors.Unwrap(err))}
-	}
+	return nil
+}
+
+// wireCapture is one way of capturing from the wire.
+type wireCapture struct {
+	source, banner, empty string // the capture's source; what the start says; why nothing was written
+	serve                 func(ctx context.Context, rec *pgwire.Recorder) error
+	after                 func(c *capture.Capture) // adds what serve learnt (optional)
+}
+
+// captureWire runs w until ctx ends or d passes, showing progress, then
+// writes the capture.
+func captureWire(ctx context.Context, w wireCapture, out string, keepOwn bool, d time.Duration) error {
 	if d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	rec := pgwire.NewRecorder("proxy " + ln.Addr().String() + " to " + upstream)
+	rec := pgwire.NewRecorder(w.source)
 	rec.KeepOwn = keepOwn
-	fmt.Fprintf(os.Stderr, "capturing: clients connect to %s, relayed to %s (Ctrl-C ends the capture)\n", ln.Addr(), upstream)
+	fmt.Fprintf(os.Stderr, "capturing: %s (Ctrl-C ends the capture)\n", w.banner)
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	served := make(chan error, 1)
-	go func() { served <- pgwire.Serve(ctx, ln, upstream, rec) }()
+	go func() { served <- w.serve(ctx, rec) }()
 	t0 := time.Now()
 	var serveErr error
 wait:
@@ -153,9 +219,12 @@ wait:
 		return serveErr
 	}
 	c := rec.Capture()
+	if w.after != nil {
+		w.after(c)
+	}
 	fmt.Print(c.Summary())
 	if c.Statements() == 0 {
-		return errors.New("no client sent a statement through the proxy, so no capture was written: point the application at " + listen)
+		return errors.New(w.empty)
 	}
 	if err := capture.Write(out, c); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +23,20 @@ import (
 // statement is in the capture with the rows it affected and its
 // parameters (prepared ones by name), and replayed onto a copy of the
 // starting data it ends as the original run did.
-func TestWireCapturePgbench(t *testing.T) {
+func TestWireCapturePgbench(t *testing.T) { wirePgbench(t, "proxy") }
+
+// The same read passively from the loopback interface's packets
+// (AF_PACKET), the clients connected to the server itself.
+func TestWireSniffPgbench(t *testing.T) {
+	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, 0)
+	if err != nil {
+		t.Skipf("reading packets needs CAP_NET_RAW (run the tests as root): %v", err)
+	}
+	syscall.Close(fd)
+	wirePgbench(t, "sniff")
+}
+
+func wirePgbench(t *testing.T, how string) {
 	pgbench := pgTool(t, "pgbench")
 	base := managedTarget(t)
 	start := func(dir string) *managed.Instance {
@@ -43,25 +57,36 @@ func TestWireCapturePgbench(t *testing.T) {
 	}
 	inst = start(base.PGData)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := pgwire.NewRecorder("test proxy")
+	rec := pgwire.NewRecorder("test " + how)
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec) }()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := strconv.Itoa(inst.Port)
+	if how == "proxy" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec) }()
+		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	} else {
+		go func() {
+			st, err := pgwire.Sniff(ctx, "lo", inst.Port, rec)
+			t.Logf("sniffed %d segments, %d dropped by the kernel, %d connections lost", st.Packets, st.KernelDrops, st.LostFlows)
+			served <- err
+		}()
+		time.Sleep(300 * time.Millisecond) // the socket is bound
+	}
 	const clients, txs = 3, 40
 	for _, mode := range []string{"simple", "extended", "prepared"} {
 		cmd := exec.Command(pgbench, "-h", "127.0.0.1", "-p", port, "-U", inst.User, "-n", "-c", strconv.Itoa(clients),
 			"-j", "1", "-t", strconv.Itoa(txs), "-M", mode, inst.Database)
 		cmd.Env = append(os.Environ(), "PGAPPNAME=")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("pgbench -M %s through the proxy: %v\n%s", mode, err, out)
+			t.Fatalf("pgbench -M %s (%s): %v\n%s", mode, how, err, out)
 		}
 	}
 	want := pgbenchState(t, Target{URL: inst.URL()})
+	time.Sleep(200 * time.Millisecond) // the last packets are read
 	stop()
 	if err := <-served; err != nil {
 		t.Fatal(err)

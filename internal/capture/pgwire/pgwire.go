@@ -41,12 +41,14 @@ func NewRecorder(source string) *Recorder {
 
 // Reasons a connection or statement is not in the capture as it ran.
 const (
-	reasonTLS       = "TLS sessions (encrypted: capture where TLS ends, or connect without TLS to the port the capture relays)"
-	reasonCancel    = "cancel requests (a connection of their own, no statements)"
-	reasonBinary    = "statements with binary parameters of a type not decoded (replayed without them: skipped)"
-	reasonUndecoded = "protocol messages that could not be decoded (the rest of the session is not captured)"
-	reasonOwn       = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
-	reasonCopyBig   = "COPY FROM STDIN data over 64 MiB a statement, not kept (replayed empty, and reported)"
+	reasonTLS         = "TLS sessions (encrypted: capture where TLS ends, or connect without TLS to the port the capture relays)"
+	reasonCancel      = "cancel requests (a connection of their own, no statements)"
+	reasonBinary      = "statements with binary parameters of a type not decoded (replayed without them: skipped)"
+	reasonUndecoded   = "protocol messages that could not be decoded (the rest of the session is not captured)"
+	reasonOwn         = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
+	reasonCopyBig     = "COPY FROM STDIN data over 64 MiB a statement, not kept (replayed empty, and reported)"
+	reasonUnknownStmt = "executions of statements prepared before the capture began (their text never crossed the wire while it ran), not captured"
+	reasonBefore      = "connections open before the capture began, picked up at a statement (user and database unknown: the replay uses the target's)"
 )
 
 // maxCopyData is the most COPY data a statement keeps.
@@ -116,7 +118,7 @@ func (r *Recorder) Capture() *capture.Capture {
 			continue
 		}
 		cs := capture.Session{ID: s.id, PID: s.pid, User: s.user, Database: s.database, Application: s.app, Host: s.host,
-			Start: s.start.Sub(start), EndedAfterLog: s.end.IsZero()}
+			Start: s.start.Sub(start), EndedAfterLog: s.end.IsZero(), StartedBeforeLog: s.before}
 		if s.end.IsZero() {
 			cs.End = end.Sub(start)
 		} else {
@@ -152,6 +154,7 @@ type session struct {
 	user, database, app string
 	pid                 int
 	started             bool // the startup message was read
+	before              bool // open before the capture began: picked up at a statement
 	start, end          time.Time
 	stmts               []*done
 
@@ -201,6 +204,31 @@ func (r *Recorder) Open(host string) *Session {
 		prepared: map[string]prepared{}, portals: map[string]portal{}}
 	r.sessions = append(r.sessions, s)
 	return &Session{s: s}
+}
+
+// openMidstream starts decoding a connection that was open before the
+// capture began, at a client message: its startup (user, database) is
+// unknown.
+func (r *Recorder) openMidstream(host string, at time.Time) *Session {
+	x := r.Open(host)
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.startup, s.started, s.before, s.start = false, true, true, at
+	r.skip(capture.Flagged, reasonBefore, s.id)
+	return x
+}
+
+// lost ends the decoding of a session whose stream has a gap that never
+// filled.
+func (x *Session) lost() {
+	x.s.mu.Lock()
+	defer x.s.mu.Unlock()
+	if !x.s.off {
+		x.s.stop("segments lost")
+	}
 }
 
 // Session decodes one connection: feed it each side's bytes as they pass.
@@ -404,7 +432,12 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 		p, ok := s.portals[name]
 		pr, known := s.prepared[p.stmt]
 		if !ok || !known {
-			return // a portal bound before the capture began
+			// Bound, or prepared, before the capture began: its text
+			// cannot be known from the wire.
+			s.r.mu.Lock()
+			s.r.skip(capture.Dropped, reasonUnknownStmt, s.id)
+			s.r.mu.Unlock()
+			return
 		}
 		start := s.group
 		if start.IsZero() {
