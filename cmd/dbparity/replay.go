@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +35,8 @@ func cmdCapture(ctx context.Context, args []string) error {
 	force := fs.Bool("force", false, "replace the capture file if it exists")
 	keepOwn := fs.Bool("keep-own", false, "keep dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out and counted by default")
 	proxy := fs.String("proxy", "", "capture from the wire instead of logs: listen on HOST:PORT and relay each client to --upstream, recording what they exchange (PostgreSQL; the clients connect here without TLS)")
+	tlsCert := fs.String("tls-cert", "", "with --proxy: a PEM certificate (and --tls-key its key) to accept clients' TLS with: the proxy ends TLS and records inside it (without: a client asking for TLS is told there is none)")
+	tlsKey := fs.String("tls-key", "", "with --proxy: the PEM private key of --tls-cert")
 	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT, or its socket file (/var/run/postgresql/.s.PGSQL.5432)")
 	listenOn := fs.String("listen-on", "", "capture from the wire passively: read the packets on this network interface (lo, eth0; needs CAP_NET_RAW) to and from --port (PostgreSQL)")
 	port := fs.Int("port", 0, "with --listen-on: the server's TCP port")
@@ -58,7 +61,9 @@ func cmdCapture(ctx context.Context, args []string) error {
 		case wire && (*listenOn != "" || *port != 0):
 			return runner.UsageError{Err: errors.New("choose --proxy (relay the clients) or --listen-on (read the packets), not both")}
 		case wire:
-			return captureProxy(ctx, *proxy, *upstream, *out, *force, *keepOwn, *duration)
+			return captureProxy(ctx, *proxy, *upstream, *tlsCert, *tlsKey, *out, *force, *keepOwn, *duration)
+		case *tlsCert != "" || *tlsKey != "":
+			return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go with --proxy: a passive capture cannot read TLS")}
 		}
 		return captureSniff(ctx, *listenOn, *port, *out, *force, *keepOwn, *duration)
 	}
@@ -112,9 +117,20 @@ func cmdCapture(ctx context.Context, args []string) error {
 
 // captureProxy records the clients it relays to upstream until ctx ends
 // or d passes, then writes the capture.
-func captureProxy(ctx context.Context, listen, upstream, out string, force, keepOwn bool, d time.Duration) error {
+func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, force, keepOwn bool, d time.Duration) error {
 	if listen == "" || upstream == "" {
 		return runner.UsageError{Err: errors.New("--proxy HOST:PORT and --upstream HOST:PORT go together")}
+	}
+	o := pgwire.ProxyOptions{Notify: func(line string) { fmt.Fprintln(os.Stderr, line) }}
+	if (cert == "") != (key == "") {
+		return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go together")}
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return runner.UsageError{Err: fmt.Errorf("--tls-cert %s, --tls-key %s: %v", cert, key, err)}
+		}
+		o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 	if err := checkCaptureOut(out, force, d); err != nil {
 		return err
@@ -127,7 +143,7 @@ func captureProxy(ctx context.Context, listen, upstream, out string, force, keep
 		source: "proxy " + ln.Addr().String() + " to " + upstream,
 		banner: fmt.Sprintf("clients connect to %s, relayed to %s", ln.Addr(), upstream),
 		empty:  "no client sent a statement through the proxy, so no capture was written: point the application at " + listen,
-		serve:  func(ctx context.Context, rec *pgwire.Recorder) error { return pgwire.Serve(ctx, ln, upstream, rec) },
+		serve:  func(ctx context.Context, rec *pgwire.Recorder) error { return pgwire.Serve(ctx, ln, upstream, rec, o) },
 	}, out, keepOwn, d)
 }
 

@@ -2,12 +2,20 @@ package runner
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,7 +74,9 @@ func wirePgbench(t *testing.T, how string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec) }()
+		go func() {
+			served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec, pgwire.ProxyOptions{})
+		}()
 		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	} else {
 		go func() {
@@ -224,7 +234,7 @@ func TestWireCapturePsycopg(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		served := make(chan error, 1)
 		go func() {
-			served <- pgwire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wire)
+			served <- pgwire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wire, pgwire.ProxyOptions{})
 		}()
 		dsn := "host=127.0.0.1 port=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + " user=" + inst.User + " dbname=" + inst.Database
 		out, err := exec.Command(py, script, dsn).CombinedOutput()
@@ -262,4 +272,85 @@ func TestWireCapturePsycopg(t *testing.T) {
 	}
 	t.Logf("psycopg from the wire: %s; capture %.2f s, replay %.2f s, rows of %d statements compared", es.Summary, rec.captureS,
 		rp.ReplaySeconds, rp.RowsCompared)
+}
+
+// A client that asks for TLS: without a certificate the proxy says there
+// is none, so libpq's default (sslmode=prefer) goes on in the clear and is
+// captured, and one that requires TLS gives up, with a line naming the
+// flags; with a certificate the proxy ends TLS and captures inside it.
+func TestWireProxyTLS(t *testing.T) {
+	psql := pgTool(t, "psql")
+	base := managedTarget(t)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: base.PGData, Loopback: true,
+		Settings: []string{"fsync=off", "autovacuum=off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	proxy := func(o pgwire.ProxyOptions) (port string, finish func() *capture.Capture) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := pgwire.NewRecorder("tls test")
+		ctx, stop := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec, o) }()
+		return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), func() *capture.Capture {
+			stop()
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+			return rec.Capture()
+		}
+	}
+	query := func(port, mode, sql string) (string, error) {
+		cmd := exec.Command(psql, "-X", "-At", "-c", sql, "host=127.0.0.1 port="+port+" user="+inst.User+" dbname="+inst.Database+" sslmode="+mode)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	texts := func(c *capture.Capture) string { return strings.Join(c.Texts, "|") }
+
+	var lines []string
+	var mu sync.Mutex
+	port, finish := proxy(pgwire.ProxyOptions{Notify: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }})
+	if out, err := query(port, "prefer", "SELECT 'in the clear'"); err != nil {
+		t.Fatalf("sslmode=prefer through the proxy: %v\n%s", err, out)
+	}
+	if out, err := query(port, "require", "SELECT 'never sent'"); err == nil || !strings.Contains(out, "SSL") {
+		t.Errorf("sslmode=require without a certificate: %v\n%s", err, out)
+	}
+	if c := finish(); !strings.Contains(texts(c), "SELECT 'in the clear'") || strings.Contains(texts(c), "never sent") {
+		t.Errorf("captured %q", texts(c))
+	}
+	mu.Lock()
+	if len(lines) != 2 || !strings.Contains(lines[0], "--tls-cert and --tls-key") {
+		t.Errorf("notices %q", lines)
+	}
+	mu.Unlock()
+
+	port, finish = proxy(pgwire.ProxyOptions{TLS: &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}})
+	if out, err := query(port, "require", "SELECT 'inside TLS'"); err != nil {
+		t.Fatalf("sslmode=require with a certificate: %v\n%s", err, out)
+	}
+	if c := finish(); !strings.Contains(texts(c), "SELECT 'inside TLS'") {
+		t.Errorf("captured %q", texts(c))
+	}
+}
+
+// selfSigned makes a certificate for 127.0.0.1.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

@@ -2,28 +2,35 @@ package pgwire
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Proxy relays the clients that connect to listen to the server at
-// upstream (HOST:PORT, or the path of its unix socket file), and records what they exchange in rec, until ctx ends: then it
-// stops listening and closes the connections it relays. It returns once
-// every connection is closed; an error only when it cannot listen.
-func Proxy(ctx context.Context, listen, upstream string, rec *Recorder) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("capture --proxy %s: %w", listen, err)
-	}
-	return Serve(ctx, ln, upstream, rec)
+// ProxyOptions say how the proxy answers a client that asks for TLS.
+type ProxyOptions struct {
+	// TLS, when set, accepts a client's TLS: the proxy ends it and
+	// records the traffic inside. Unset, a client that asks is told the
+	// server has none (as a server without ssl answers), so that libpq's
+	// default (sslmode=prefer) goes on in the clear; one that requires
+	// TLS gives up, and Notify says so.
+	TLS *tls.Config
+	// Notify, if set, receives one line for each client refused TLS.
+	Notify func(string)
 }
 
-// Serve is Proxy on a listener of the caller's.
-func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder) error {
+// Serve relays the clients that connect to ln to the server at upstream
+// (HOST:PORT, or the path of its unix socket file), talking to the server
+// in the clear, and records what they exchange in rec, until ctx ends:
+// then it stops listening and closes the connections it relays. It
+// returns once every connection is closed.
+func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder, o ProxyOptions) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	open := map[net.Conn]bool{}
@@ -76,11 +83,66 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			relay(client, server, s)
-			track(client, false)
-			track(server, false)
+			defer func() { track(client, false); track(server, false) }()
+			c, first, err := negotiate(client, o)
+			if err != nil {
+				client.Close()
+				server.Close()
+				s.Close(time.Now())
+				return
+			}
+			if c != client {
+				track(c, true)
+				defer track(c, false)
+			}
+			s.FromClient(first, time.Now())
+			if _, err := server.Write(first); err != nil {
+				c.Close()
+				server.Close()
+				s.Close(time.Now())
+				return
+			}
+			relay(c, server, s)
 		}()
 	}
+}
+
+// negotiate answers the client's requests for encryption itself, before
+// the startup message: TLS accepted with o.TLS, else refused, GSS
+// encryption refused. It returns the connection to relay (a TLS one when
+// accepted) and the first bytes of what the client sent next (its startup
+// message, or a cancel request), to pass on.
+func negotiate(client net.Conn, o ProxyOptions) (net.Conn, []byte, error) {
+	client.SetReadDeadline(time.Now().Add(30 * time.Second))
+	defer client.SetReadDeadline(time.Time{})
+	for range 3 {
+		head := make([]byte, 8)
+		if _, err := io.ReadFull(client, head); err != nil {
+			return nil, nil, err
+		}
+		code := binary.BigEndian.Uint32(head[4:])
+		switch {
+		case binary.BigEndian.Uint32(head) != 8 || (code != sslRequest && code != gssRequest):
+			return client, head, nil
+		case code == sslRequest && o.TLS != nil:
+			if _, err := client.Write([]byte("S")); err != nil {
+				return nil, nil, err
+			}
+			tc := tls.Server(client, o.TLS)
+			if err := tc.Handshake(); err != nil {
+				return nil, nil, err
+			}
+			client = tc
+		default:
+			if code == sslRequest && o.Notify != nil {
+				o.Notify(fmt.Sprintf("client %s asked for TLS: answered that there is none (give --tls-cert and --tls-key to accept it); a client that requires TLS gives up", client.RemoteAddr()))
+			}
+			if _, err := client.Write([]byte("N")); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return nil, nil, errors.New("too many encryption requests")
 }
 
 // relay copies both ways until either side closes, feeding s.
