@@ -44,8 +44,11 @@ func cmdCapture(ctx context.Context, args []string) error {
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Printf("usage: dbparity capture --out CAPTURE [flags] LOG... (or --from LOG, repeatable)\n\n")
-			fmt.Printf("Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity replay plays.\n\nflags:\n")
+			fmt.Printf("usage: dbparity capture --out CAPTURE [flags] LOG... (or --from LOG, repeatable)\n")
+			fmt.Printf("       dbparity capture --out CAPTURE --proxy HOST:PORT --upstream HOST:PORT [--duration D]\n")
+			fmt.Printf("       dbparity capture --out CAPTURE --listen-on IFACE --port PORT [--duration D]\n\n")
+			fmt.Printf("Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity replay plays; or, for\n")
+			fmt.Printf("PostgreSQL, captures from the wire: as a proxy the clients connect to, or from the packets on an interface.\n\nflags:\n")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			fmt.Printf("\n%s\n", capture.ServerSettings)
