@@ -62,7 +62,7 @@ func init() {
 		{"ab", "run the workload against two targets in interleaved rounds and compare them as pairs", cmdAB},
 		{"sweep", "run the workload at each step of a parameter (users, rate, warehouses, cpus), on one target or two interleaved, and compare", cmdSweep},
 		{"recover", "turn the journal of a run that died into a result file marked partial", cmdRecover},
-		{"capture", "read server logs, or PostgreSQL's traffic (a proxy, or packets), into a capture file of the application's workload", cmdCapture},
+		{"capture", "read server logs, or the traffic itself (a proxy, or packets), into a capture file of the application's workload", cmdCapture},
 		{"replay", "replay a capture against a target and write a result file", cmdReplay},
 		{"merge", "combine the results of the parts of one run (run --part I/N) into one result", cmdMerge},
 		{"hlog", "write a result's latency histograms as an HdrHistogram interval log (.hlog)", cmdHlog},

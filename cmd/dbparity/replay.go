@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dbparity/dbparity/internal/capture"
-	"github.com/dbparity/dbparity/internal/capture/pgwire"
+	"github.com/dbparity/dbparity/internal/capture/wire"
 	"github.com/dbparity/dbparity/internal/runner"
 	"github.com/dbparity/dbparity/internal/workload/replay"
 )
@@ -40,6 +40,7 @@ func cmdCapture(ctx context.Context, args []string) error {
 	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT, or its socket file (/var/run/postgresql/.s.PGSQL.5432)")
 	listenOn := fs.String("listen-on", "", "capture from the wire passively: read the packets on this network interface (lo, eth0; needs CAP_NET_RAW) to and from --port (PostgreSQL)")
 	port := fs.Int("port", 0, "with --listen-on: the server's TCP port")
+	protocol := fs.String("protocol", "postgresql", "with --proxy or --listen-on: the server's protocol, postgresql or mysql (MySQL and MariaDB)")
 	duration := fs.Duration("duration", 0, "with --proxy or --listen-on: stop after this long (default: at Ctrl-C)")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -47,8 +48,9 @@ func cmdCapture(ctx context.Context, args []string) error {
 			fmt.Printf("usage: dbparity capture --out CAPTURE [flags] LOG... (or --from LOG, repeatable)\n")
 			fmt.Printf("       dbparity capture --out CAPTURE --proxy HOST:PORT --upstream HOST:PORT [--duration D]\n")
 			fmt.Printf("       dbparity capture --out CAPTURE --listen-on IFACE --port PORT [--duration D]\n\n")
-			fmt.Printf("Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity replay plays; or, for\n")
-			fmt.Printf("PostgreSQL, captures from the wire: as a proxy the clients connect to, or from the packets on an interface.\n\nflags:\n")
+			fmt.Printf("Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity replay plays; or captures\n")
+			fmt.Printf("from the wire: as a proxy the clients connect to, or from the packets on an interface (--protocol mysql for\n")
+			fmt.Printf("MySQL and MariaDB).\n\nflags:\n")
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
 			fmt.Printf("\n%s\n", capture.ServerSettings)
@@ -58,17 +60,25 @@ func cmdCapture(ctx context.Context, args []string) error {
 	}
 	wire := *proxy != "" || *upstream != ""
 	if wire || *listenOn != "" || *port != 0 {
+		mysql := false
+		switch *protocol {
+		case "postgresql", "postgres":
+		case "mysql", "mariadb":
+			mysql = true
+		default:
+			return runner.UsageError{Err: fmt.Errorf("--protocol %s: choose postgresql or mysql", *protocol)}
+		}
 		switch {
 		case len(from) > 0 || len(positional) > 0:
 			return runner.UsageError{Err: errors.New("--proxy and --listen-on capture from the wire: leave out the log files")}
 		case wire && (*listenOn != "" || *port != 0):
 			return runner.UsageError{Err: errors.New("choose --proxy (relay the clients) or --listen-on (read the packets), not both")}
 		case wire:
-			return captureProxy(ctx, *proxy, *upstream, *tlsCert, *tlsKey, *out, *force, *keepOwn, *duration)
+			return captureProxy(ctx, *proxy, *upstream, *tlsCert, *tlsKey, *out, *force, *keepOwn, mysql, *duration)
 		case *tlsCert != "" || *tlsKey != "":
 			return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go with --proxy: a passive capture cannot read TLS")}
 		}
-		return captureSniff(ctx, *listenOn, *port, *out, *force, *keepOwn, *duration)
+		return captureSniff(ctx, *listenOn, *port, *out, *force, *keepOwn, mysql, *duration)
 	}
 	files, err := expandLogs(append([]string(from), positional...))
 	if err != nil {
@@ -120,11 +130,11 @@ func cmdCapture(ctx context.Context, args []string) error {
 
 // captureProxy records the clients it relays to upstream until ctx ends
 // or d passes, then writes the capture.
-func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, force, keepOwn bool, d time.Duration) error {
+func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, force, keepOwn, mysql bool, d time.Duration) error {
 	if listen == "" || upstream == "" {
 		return runner.UsageError{Err: errors.New("--proxy HOST:PORT and --upstream HOST:PORT go together")}
 	}
-	o := pgwire.ProxyOptions{Notify: func(line string) { fmt.Fprintln(os.Stderr, line) }}
+	o := wire.ProxyOptions{Notify: func(line string) { fmt.Fprintln(os.Stderr, line) }}
 	if (cert == "") != (key == "") {
 		return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go together")}
 	}
@@ -146,13 +156,14 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 		source: "proxy " + ln.Addr().String() + " to " + upstream,
 		banner: fmt.Sprintf("clients connect to %s, relayed to %s", ln.Addr(), upstream),
 		empty:  "no client sent a statement through the proxy, so no capture was written: point the application at " + listen,
-		serve:  func(ctx context.Context, rec *pgwire.Recorder) error { return pgwire.Serve(ctx, ln, upstream, rec, o) },
+		serve:  func(ctx context.Context, rec *wire.Recorder) error { return wire.Serve(ctx, ln, upstream, rec, o) },
+		mysql:  mysql,
 	}, out, keepOwn, d)
 }
 
 // captureSniff records the PostgreSQL sessions in the packets to and from
 // port on iface until ctx ends or d passes, then writes the capture.
-func captureSniff(ctx context.Context, iface string, port int, out string, force, keepOwn bool, d time.Duration) error {
+func captureSniff(ctx context.Context, iface string, port int, out string, force, keepOwn, mysql bool, d time.Duration) error {
 	if iface == "" || port <= 0 || port > 65535 {
 		return runner.UsageError{Err: errors.New("--listen-on IFACE needs --port, the server's TCP port (1-65535)")}
 	}
@@ -162,16 +173,17 @@ func captureSniff(ctx context.Context, iface string, port int, out string, force
 	if _, err := net.InterfaceByName(iface); err != nil {
 		return runner.UsageError{Err: fmt.Errorf("--listen-on %s: %v (ip link lists the interfaces)", iface, err)}
 	}
-	var stats pgwire.SniffStats
+	var stats wire.SniffStats
 	err := captureWire(ctx, wireCapture{
 		source: fmt.Sprintf("interface %s, port %d", iface, port),
 		banner: fmt.Sprintf("reading the packets to and from port %d on %s", port, iface),
 		empty:  fmt.Sprintf("no statement passed port %d on %s, so no capture was written: is it the interface and port the clients reach the server on?", port, iface),
-		serve: func(ctx context.Context, rec *pgwire.Recorder) error {
+		serve: func(ctx context.Context, rec *wire.Recorder) error {
 			var err error
-			stats, err = pgwire.Sniff(ctx, iface, port, rec)
+			stats, err = wire.Sniff(ctx, iface, port, rec)
 			return err
 		},
+		mysql: mysql,
 		after: func(c *capture.Capture) {
 			if stats.KernelDrops > 0 {
 				c.Skipped = append(c.Skipped, capture.Skip{Reason: "packets the kernel dropped (the capture fell behind): the statements in them are missing",
@@ -198,8 +210,9 @@ func checkCaptureOut(out string, force bool, d time.Duration) error {
 // wireCapture is one way of capturing from the wire.
 type wireCapture struct {
 	source, banner, empty string // the capture's source; what the start says; why nothing was written
-	serve                 func(ctx context.Context, rec *pgwire.Recorder) error
+	serve                 func(ctx context.Context, rec *wire.Recorder) error
 	after                 func(c *capture.Capture) // adds what serve learnt (optional)
+	mysql                 bool                     // the MySQL protocol (--protocol mysql)
 }
 
 // captureWire runs w until ctx ends or d passes, showing progress, then
@@ -210,8 +223,8 @@ func captureWire(ctx context.Context, w wireCapture, out string, keepOwn bool, d
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	rec := pgwire.NewRecorder(w.source)
-	rec.KeepOwn = keepOwn
+	rec := wire.NewRecorder(w.source)
+	rec.KeepOwn, rec.MySQL = keepOwn, w.mysql
 	fmt.Fprintf(os.Stderr, "capturing: %s (Ctrl-C ends the capture)\n", w.banner)
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
 	tick := time.NewTicker(time.Second)

@@ -109,7 +109,7 @@ type Statement struct {
 	Types []uint32
 	// CopyBytes is the size of the data a COPY ... FROM STDIN sent, and
 	// CopyData the data (the COPY stream as the client sent it) when the
-	// capture kept it (a wire capture, up to pgwire's limit); nil
+	// capture kept it (a wire capture, up to its limit); nil
 	// otherwise.
 	CopyBytes int64
 	CopyData  []byte

@@ -3,15 +3,18 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/capture/wire"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload/orderentry"
@@ -322,21 +325,40 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	root := Target{URL: base}
 	execSQL(t, root, "CREATE DATABASE sbtest")
 	execSQL(t, root, "CREATE DATABASE sbreplay")
+	execSQL(t, root, "CREATE DATABASE sbwire")
+	// The run goes through the wire capture's proxy too, relayed to the
+	// server's socket: the same statements, captured from the wire.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrec := wire.NewRecorder("test proxy")
+	wrec.MySQL = true
+	pctx, stopProxy := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- wire.Serve(pctx, ln, socket, wrec, wire.ProxyOptions{}) }()
+	through := []string{"--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
 	sb := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command(sysbench, append([]string{"oltp_read_write", "--db-driver=mysql", "--mysql-socket=" + socket,
-			"--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=2000", "--rand-seed=7"}, args...)...)
+		conn := []string{"--mysql-socket=" + socket}
+		if args[len(args)-1] == "run" {
+			conn = through
+		}
+		cmd := exec.Command(sysbench, append(append([]string{"oltp_read_write", "--db-driver=mysql"}, conn...),
+			append([]string{"--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=2000", "--rand-seed=7"}, args...)...)...)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("sysbench %v: %v\n%s", args, err, b)
 		}
 	}
 	sb("prepare")
-	for _, tb := range []string{"sbtest1", "sbtest2"} {
-		execSQL(t, root, "CREATE TABLE sbreplay."+tb+" LIKE sbtest."+tb)
-		execSQL(t, root, "INSERT INTO sbreplay."+tb+" SELECT * FROM sbtest."+tb)
-		var next int64
-		queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
-		execSQL(t, root, fmt.Sprintf("ALTER TABLE sbreplay.%s AUTO_INCREMENT = %d", tb, next))
+	for _, db := range []string{"sbreplay", "sbwire"} {
+		for _, tb := range []string{"sbtest1", "sbtest2"} {
+			execSQL(t, root, "CREATE TABLE "+db+"."+tb+" LIKE sbtest."+tb)
+			execSQL(t, root, "INSERT INTO "+db+"."+tb+" SELECT * FROM sbtest."+tb)
+			var next int64
+			queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
+			execSQL(t, root, fmt.Sprintf("ALTER TABLE %s.%s AUTO_INCREMENT = %d", db, tb, next))
+		}
 	}
 	var dataDir string
 	queryRow(t, root, "SELECT @@datadir", &dataDir)
@@ -345,6 +367,10 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 		" GLOBAL log_output = 'FILE', GLOBAL long_query_time = 0, GLOBAL general_log = ON, GLOBAL slow_query_log = ON")
 	sb("--threads=2", "--time=2", "--rate=100", "run")
 	execSQL(t, root, "SET GLOBAL general_log = OFF, GLOBAL slow_query_log = OFF")
+	stopProxy()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
 
 	dir := t.TempDir()
 	end := filepath.Join(dir, "end.snap")
@@ -409,6 +435,39 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	}
 	t.Logf("%s; %d statements, %d transactions replayed in %.2f s (captured %.2f s)", es.Summary, rp.Replayed,
 		rp.ReplayedTransactions, rp.ReplaySeconds, rp.CaptureSeconds)
+
+	// The wire's capture: every statement the general log has (but its
+	// Prepare lines), the executions' values written in, the rows each
+	// affected; replayed into its own copy, it ends as the original did
+	// and no statement's rows differ.
+	wc := wrec.Capture()
+	wirePath := filepath.Join(dir, "wire.capture")
+	if err := capture.Write(wirePath, wc); err != nil {
+		t.Fatal(err)
+	}
+	out = bytesBuffer{}
+	path = filepath.Join(dir, "wire.json")
+	err = Replay(ctx, ReplayOptions{Common: Common{Target: in("sbwire"), Stdout: &out, Stderr: &out},
+		Capture: wirePath, Speed: 1, MapDB: map[string]string{"sbtest": "sbwire"}, Label: "wire", Out: path, Verify: end,
+		Collect: CollectOptions{Off: true}})
+	if err != nil {
+		t.Fatalf("replay of the wire capture: %v\n%s", err, out.String())
+	}
+	if r, err = result.Read(path); err != nil {
+		t.Fatal(err)
+	}
+	wrp, wes := r.Replay, r.Replay.EndState
+	if wes == nil || wes.Match != wes.Of || wes.Of != 2 {
+		t.Errorf("wire capture's end state: %+v\n%s", wes, out.String())
+	}
+	// The log holds the test's own statements too (the SET GLOBAL that
+	// turned it off), which did not pass the proxy.
+	if wrp.Errors != 0 || wrp.Divergent() != 0 || wrp.ReplayedTransactions != wrp.CapturedTransactions || wrp.CapturedTransactions < 100 ||
+		wrp.RowsCompared < int64(wc.Statements())/2 {
+		t.Errorf("wire capture: errors %d, divergent %d, transactions %d of %d, rows of %d of %d statements compared: %+v",
+			wrp.Errors, wrp.Divergent(), wrp.ReplayedTransactions, wrp.CapturedTransactions, wrp.RowsCompared, wc.Statements(), wrp.Outcomes)
+	}
+	t.Logf("from the wire: %d statements (the general log %d); %s; rows of %d compared", wc.Statements(), c.Statements(), wes.Summary, wrp.RowsCompared)
 
 	// A replay user that may not see InnoDB's lock waits is refused
 	// before anything is sent, with the GRANT that fixes it.

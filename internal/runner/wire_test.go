@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
-	"github.com/dbparity/dbparity/internal/capture/pgwire"
+	"github.com/dbparity/dbparity/internal/capture/wire"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target/managed"
 )
@@ -65,7 +65,7 @@ func wirePgbench(t *testing.T, how string) {
 	}
 	inst = start(base.PGData)
 
-	rec := pgwire.NewRecorder("test " + how)
+	rec := wire.NewRecorder("test " + how)
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	port := strconv.Itoa(inst.Port)
@@ -75,12 +75,12 @@ func wirePgbench(t *testing.T, how string) {
 			t.Fatal(err)
 		}
 		go func() {
-			served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec, pgwire.ProxyOptions{})
+			served <- wire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec, wire.ProxyOptions{})
 		}()
 		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	} else {
 		go func() {
-			st, err := pgwire.Sniff(ctx, "lo", inst.Port, rec)
+			st, err := wire.Sniff(ctx, "lo", inst.Port, rec)
 			t.Logf("sniffed %d segments, %d dropped by the kernel, %d connections lost", st.Packets, st.KernelDrops, st.LostFlows)
 			served <- err
 		}()
@@ -230,11 +230,11 @@ func TestWireCapturePsycopg(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wire := pgwire.NewRecorder("test proxy")
+		wrec := wire.NewRecorder("test proxy")
 		ctx, stop := context.WithCancel(context.Background())
 		served := make(chan error, 1)
 		go func() {
-			served <- pgwire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wire, pgwire.ProxyOptions{})
+			served <- wire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wrec, wire.ProxyOptions{})
 		}()
 		dsn := "host=127.0.0.1 port=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + " user=" + inst.User + " dbname=" + inst.Database
 		out, err := exec.Command(py, script, dsn).CombinedOutput()
@@ -245,7 +245,7 @@ func TestWireCapturePsycopg(t *testing.T) {
 		if err != nil {
 			t.Fatalf("psycopg client through the proxy: %v\n%s", err, out)
 		}
-		c = wire.Capture()
+		c = wrec.Capture()
 	})
 	rec.capture = filepath.Join(t.TempDir(), "wire.capture")
 	if err := capture.Write(rec.capture, c); err != nil {
@@ -287,15 +287,15 @@ func TestWireProxyTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inst.Stop() })
-	proxy := func(o pgwire.ProxyOptions) (port string, finish func() *capture.Capture) {
+	proxy := func(o wire.ProxyOptions) (port string, finish func() *capture.Capture) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := pgwire.NewRecorder("tls test")
+		rec := wire.NewRecorder("tls test")
 		ctx, stop := context.WithCancel(context.Background())
 		served := make(chan error, 1)
-		go func() { served <- pgwire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec, o) }()
+		go func() { served <- wire.Serve(ctx, ln, "127.0.0.1:"+strconv.Itoa(inst.Port), rec, o) }()
 		return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), func() *capture.Capture {
 			stop()
 			if err := <-served; err != nil {
@@ -313,7 +313,7 @@ func TestWireProxyTLS(t *testing.T) {
 
 	var lines []string
 	var mu sync.Mutex
-	port, finish := proxy(pgwire.ProxyOptions{Notify: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }})
+	port, finish := proxy(wire.ProxyOptions{Notify: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }})
 	if out, err := query(port, "prefer", "SELECT 'in the clear'"); err != nil {
 		t.Fatalf("sslmode=prefer through the proxy: %v\n%s", err, out)
 	}
@@ -329,7 +329,7 @@ func TestWireProxyTLS(t *testing.T) {
 	}
 	mu.Unlock()
 
-	port, finish = proxy(pgwire.ProxyOptions{TLS: &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}})
+	port, finish = proxy(wire.ProxyOptions{TLS: &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}})
 	if out, err := query(port, "require", "SELECT 'inside TLS'"); err != nil {
 		t.Fatalf("sslmode=require with a certificate: %v\n%s", err, out)
 	}

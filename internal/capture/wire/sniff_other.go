@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pgwire
+package wire
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pgwire
+package wire
 
 import (
 	"context"
@@ -84,6 +84,10 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 		go func() {
 			defer wg.Done()
 			defer func() { track(client, false); track(server, false) }()
+			if rec.MySQL {
+				relay(client, server, s, stripSSL)
+				return
+			}
 			c, first, err := negotiate(client, o)
 			if err != nil {
 				client.Close()
@@ -102,7 +106,7 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 				s.Close(time.Now())
 				return
 			}
-			relay(c, server, s)
+			relay(c, server, s, nil)
 		}()
 	}
 }
@@ -145,15 +149,42 @@ func negotiate(client net.Conn, o ProxyOptions) (net.Conn, []byte, error) {
 	return nil, nil, errors.New("too many encryption requests")
 }
 
-// relay copies both ways until either side closes, feeding s.
-func relay(client, server net.Conn, s *Session) {
+// stripSSL takes TLS out of a MySQL server's greeting, so that a client
+// that prefers TLS goes on in the clear and is captured (one that
+// requires it gives up); false when the chunk does not hold the whole
+// greeting's capabilities.
+func stripSSL(b []byte) bool {
+	if len(b) < 5 || b[4] != 10 { // protocol 10
+		return false
+	}
+	i := 5
+	for i < len(b) && b[i] != 0 { // server version
+		i++
+	}
+	i += 1 + 4 + 8 + 1 // its end, thread id, salt, filler
+	if i+2 > len(b) {
+		return false
+	}
+	caps := binary.LittleEndian.Uint16(b[i:])
+	binary.LittleEndian.PutUint16(b[i:], caps&^uint16(mySSL))
+	return true
+}
+
+// relay copies both ways until either side closes, feeding s; patch, if
+// set, may change the server's first chunk before it is passed on and
+// decoded.
+func relay(client, server net.Conn, s *Session, patch func([]byte) bool) {
 	var wg sync.WaitGroup
 	wg.Add(2)
-	pipe := func(dst, src net.Conn, feed func([]byte, time.Time)) {
+	pipe := func(dst, src net.Conn, feed func([]byte, time.Time), patch func([]byte) bool) {
 		defer wg.Done()
 		b := make([]byte, 64<<10)
 		for {
 			n, err := src.Read(b)
+			if n > 0 && patch != nil {
+				patch(b[:n])
+				patch = nil
+			}
 			if n > 0 {
 				// Decoded before it is passed on: the other side's answer
 				// cannot come before the request is seen.
@@ -169,8 +200,8 @@ func relay(client, server net.Conn, s *Session) {
 		client.Close()
 		server.Close()
 	}
-	go pipe(server, client, s.FromClient)
-	go pipe(client, server, s.FromServer)
+	go pipe(server, client, s.FromClient, nil)
+	go pipe(client, server, s.FromServer, patch)
 	wg.Wait()
 	s.Close(time.Now())
 }

@@ -1,4 +1,4 @@
-package pgwire
+package wire
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package pgwire
+package wire
 
 import (
 	"context"
@@ -186,7 +186,11 @@ func (sn *sniffer) packet(p []byte, at time.Time) {
 		return
 	}
 	if f == nil {
-		if d != 0 || !startsMessages(payload) {
+		starts := startsMessages
+		if sn.rec.MySQL {
+			starts = startsMyCommand
+		}
+		if d != 0 || !starts(payload) {
 			return // a connection open before the capture, mid-message
 		}
 		f = &flow{s: sn.rec.openMidstream(client.String(), at)}
@@ -287,4 +291,18 @@ func startsMessages(b []byte) bool {
 		b = b[1+n:]
 	}
 	return true
+}
+
+// startsMyCommand tells a client segment that is one whole MySQL command
+// packet (a query, a prepare, an execution, a change of database).
+func startsMyCommand(b []byte) bool {
+	if len(b) < 5 || b[3] != 0 {
+		return false
+	}
+	n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+	switch b[4] {
+	case comQuery, comStmtPrepare, comStmtExecute, comInitDB:
+		return 4+n == len(b)
+	}
+	return false
 }

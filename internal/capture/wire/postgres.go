@@ -1,10 +1,11 @@
-// Package pgwire captures a PostgreSQL workload from the wire: it decodes
-// the protocol (v3) a client and its server exchange, as a proxy relays it,
-// into a capture's sessions and statements, with what the logs cannot
-// give: the parameters' declared types and binary values, the rows each
-// statement affected, the size of COPY data, and the client's own timing.
-// It knows the protocol, not the transport (proxy.go relays the bytes).
-package pgwire
+// Package wire captures a workload from the wire: it decodes the protocol
+// a client and its server exchange, PostgreSQL's (v3, postgres.go) or
+// MySQL's (mysql.go), as a proxy relays it (proxy.go) or as packets read
+// off an interface carry it (sniff_linux.go), into a capture's sessions
+// and statements, with what the logs cannot give: the parameters' declared
+// types and binary values, the rows each statement affected or returned,
+// COPY data, and the client's own timing.
+package wire
 
 import (
 	"encoding/binary"
@@ -22,7 +23,10 @@ import (
 type Recorder struct {
 	// KeepOwn keeps dbparity's own sessions (application dbparity-*),
 	// left out and counted otherwise, as the log reader does.
-	KeepOwn  bool
+	KeepOwn bool
+	// MySQL decodes the MySQL protocol (MySQL and MariaDB; mysql.go)
+	// instead of PostgreSQL's.
+	MySQL    bool
 	mu       sync.Mutex
 	source   string
 	texts    map[string]int
@@ -107,7 +111,11 @@ func (r *Recorder) Capture() *capture.Capture {
 			end = e
 		}
 	}
-	c := &capture.Capture{Format: capture.Format, Engine: capture.EnginePostgres, Sources: []string{capture.WirePrefix + r.source},
+	engine := capture.EnginePostgres
+	if r.MySQL {
+		engine = capture.EngineMySQL
+	}
+	c := &capture.Capture{Format: capture.Format, Engine: engine, Sources: []string{capture.WirePrefix + r.source},
 		Start: start, End: end, Texts: append([]string{}, r.textList...)}
 	for _, s := range r.sessions {
 		if !s.started {
@@ -159,11 +167,13 @@ type session struct {
 	stmts               []*done
 
 	mu       sync.Mutex
-	front    buffer // client to server
-	back     buffer // server to client
-	startup  bool   // the next client message is a startup message (no type byte)
-	sslReply bool   // the server's next byte answers an SSL or GSS request
-	off      bool   // not decoded any more (TLS, a message not understood)
+	isMy     bool    // the MySQL protocol
+	my       myState // its state
+	front    buffer  // client to server
+	back     buffer  // server to client
+	startup  bool    // the next client message is a startup message (no type byte)
+	sslReply bool    // the server's next byte answers an SSL or GSS request
+	off      bool    // not decoded any more (TLS, a message not understood)
 	prepared map[string]prepared
 	portals  map[string]portal
 	group    time.Time // the first message of the statement being built
@@ -200,7 +210,7 @@ func (r *Recorder) Open(host string) *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ids++
-	s := &session{r: r, id: "wire-" + strconv.Itoa(r.ids), host: host, startup: true,
+	s := &session{r: r, id: "wire-" + strconv.Itoa(r.ids), host: host, startup: !r.MySQL, isMy: r.MySQL,
 		prepared: map[string]prepared{}, portals: map[string]portal{}}
 	r.sessions = append(r.sessions, s)
 	return &Session{s: s}
@@ -217,6 +227,9 @@ func (r *Recorder) openMidstream(host string, at time.Time) *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.startup, s.started, s.before, s.start = false, true, true, at
+	if s.isMy {
+		s.my.phase, s.my.stmts = 3, map[uint32]*myStmt{}
+	}
 	r.skip(capture.Flagged, reasonBefore, s.id)
 	return x
 }
@@ -243,6 +256,10 @@ func (x *Session) FromClient(b []byte, at time.Time) {
 		return
 	}
 	s.front.write(b)
+	if s.isMy {
+		s.myFromClient(at)
+		return
+	}
 	for !s.off {
 		var typ byte
 		var body []byte
@@ -273,6 +290,10 @@ func (x *Session) FromServer(b []byte, at time.Time) {
 		return
 	}
 	s.back.write(b)
+	if s.isMy {
+		s.myFromServer(at)
+		return
+	}
 	for !s.off {
 		if s.sslReply {
 			c, ok := s.back.byte1()
