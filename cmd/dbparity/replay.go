@@ -152,6 +152,12 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	if err != nil {
 		return runner.UsageError{Err: fmt.Errorf("--proxy %s: %v", listen, errors.Unwrap(err))}
 	}
+	if mysql {
+		if cert != "" {
+			return runner.UsageError{Err: errors.New("--tls-cert: the proxy ends TLS for PostgreSQL clients only; MySQL clients are offered none")}
+		}
+		fmt.Fprintln(os.Stderr, "MySQL clients are offered no TLS through the proxy: those that prefer it go on in the clear, those that require it are refused")
+	}
 	return captureWire(ctx, wireCapture{
 		source: "proxy " + ln.Addr().String() + " to " + upstream,
 		banner: fmt.Sprintf("clients connect to %s, relayed to %s", ln.Addr(), upstream),

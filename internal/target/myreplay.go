@@ -75,6 +75,21 @@ func (t *Target) connectMyReplay(ctx context.Context, user, database, app string
 // statement's kind and rows, as PostgreSQL's command tags read ("SELECT
 // 3", "UPDATE 1"), and "OK" for others.
 func (r *myReplayConn) Simple(ctx context.Context, text string) (string, error) {
+	if verb := strings.ToUpper(firstWord(text)); !returnsRows(text) && (verb == "INSERT" || verb == "UPDATE" || verb == "DELETE" || verb == "REPLACE") &&
+		!strings.Contains(strings.TrimRight(text, "; \t\r\n"), ";") {
+		// A change alone in its text: its rows affected, as the
+		// server's OK packet says them (changed rows, as the client's
+		// default asks).
+		res, err := r.c.ExecContext(ctx, text)
+		if err != nil {
+			return "", err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return verb, nil
+		}
+		return verb + " " + strconv.FormatInt(n, 10), nil
+	}
 	rows, err := r.c.QueryContext(ctx, text)
 	if err != nil {
 		return "", err
