@@ -138,6 +138,9 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	if (cert == "") != (key == "") {
 		return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go together")}
 	}
+	if mysql && cert != "" {
+		return runner.UsageError{Err: errors.New("--tls-cert: the proxy ends TLS for PostgreSQL clients only; MySQL clients are offered none")}
+	}
 	if cert != "" {
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
@@ -153,9 +156,6 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 		return runner.UsageError{Err: fmt.Errorf("--proxy %s: %v", listen, errors.Unwrap(err))}
 	}
 	if mysql {
-		if cert != "" {
-			return runner.UsageError{Err: errors.New("--tls-cert: the proxy ends TLS for PostgreSQL clients only; MySQL clients are offered none")}
-		}
 		fmt.Fprintln(os.Stderr, "MySQL clients are offered no TLS through the proxy: those that prefer it go on in the clear, those that require it are refused")
 	}
 	return captureWire(ctx, wireCapture{
