@@ -735,15 +735,14 @@ func (c *Comparison) waits() *Table {
 	if !c.each(func(r *result.Run) bool { return r.Waits != nil }) {
 		return nil
 	}
-	type key struct{ class, event string }
 	type sum struct {
-		samples map[key]int64
+		samples map[waitKey]int64
 		active  int64
 		secs    float64 // seconds a sample stands for: the sampling interval
 	}
 	sums := make([]sum, len(c.Groups))
 	for i, g := range c.Groups {
-		s := sum{samples: map[key]int64{}}
+		s := sum{samples: map[waitKey]int64{}}
 		for _, r := range g.Runs {
 			if r.Waits == nil {
 				continue
@@ -751,35 +750,16 @@ func (c *Comparison) waits() *Table {
 			s.active += r.Waits.ActiveSamples
 			s.secs = r.Waits.IntervalMs / 1000
 			for _, e := range r.Waits.Events {
-				s.samples[key{e.Class, e.Event}] += e.Samples
+				s.samples[waitKey{e.Class, e.Event}] += e.Samples
 			}
 		}
 		sums[i] = s
 	}
-	top := map[key]bool{}
-	for _, s := range sums {
-		keys := slices.Collect(maps.Keys(s.samples))
-		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(s.samples[b], s.samples[a]) })
-		for k, e := range keys {
-			if k == 10 {
-				break
-			}
-			top[e] = true
-		}
+	weights := make([]map[waitKey]int64, len(sums))
+	for i, s := range sums {
+		weights[i] = s.samples
 	}
-	keys := slices.Collect(maps.Keys(top))
-	total := func(k key) (n int64) {
-		for _, s := range sums {
-			n += s.samples[k]
-		}
-		return n
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if d := cmp.Compare(total(b), total(a)); d != 0 {
-			return d
-		}
-		return cmp.Compare(a.class+a.event, b.class+b.event)
-	})
+	keys := topEvents(weights)
 	t := &Table{Title: "top wait events (sampled: every run of each group; time = samples × interval; per-wait time histograms n/a: sampling sees waits, not their lengths)",
 		Columns: []string{"event"}}
 	for _, g := range c.Groups {
@@ -810,22 +790,21 @@ func (c *Comparison) timedWaits() *Table {
 	if !c.each(func(r *result.Run) bool { return r.TimedWaits != nil }) {
 		return nil
 	}
-	type key struct{ class, event string }
 	type sum struct {
-		count, secs map[key]float64
+		count, secs map[waitKey]float64
 		total       float64
 		measured    bool
 	}
 	sums := make([]sum, len(c.Groups))
 	for i, g := range c.Groups {
-		s := sum{count: map[key]float64{}, secs: map[key]float64{}}
+		s := sum{count: map[waitKey]float64{}, secs: map[waitKey]float64{}}
 		for _, r := range g.Runs {
 			if r.TimedWaits == nil {
 				continue
 			}
 			s.measured = true
 			for _, e := range r.TimedWaits.Events {
-				k := key{e.Class, e.Event}
+				k := waitKey{e.Class, e.Event}
 				s.count[k] += e.Count
 				s.secs[k] += e.Seconds
 				s.total += e.Seconds
@@ -833,30 +812,11 @@ func (c *Comparison) timedWaits() *Table {
 		}
 		sums[i] = s
 	}
-	top := map[key]bool{}
-	for _, s := range sums {
-		keys := slices.Collect(maps.Keys(s.secs))
-		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(s.secs[b], s.secs[a]) })
-		for k, e := range keys {
-			if k == 10 {
-				break
-			}
-			top[e] = true
-		}
+	weights := make([]map[waitKey]float64, len(sums))
+	for i, s := range sums {
+		weights[i] = s.secs
 	}
-	keys := slices.Collect(maps.Keys(top))
-	total := func(k key) (n float64) {
-		for _, s := range sums {
-			n += s.secs[k]
-		}
-		return n
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if d := cmp.Compare(total(b), total(a)); d != 0 {
-			return d
-		}
-		return cmp.Compare(a.class+a.event, b.class+b.event)
-	})
+	keys := topEvents(weights)
 	t := &Table{Title: "timed wait events (the server's own timing, every run of each group; as AWR's top timed events)", Columns: []string{"event"}}
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label+" waits", g.Label+" time s", g.Label+" avg ms", g.Label+" % wait time")
@@ -885,6 +845,36 @@ func (c *Comparison) timedWaits() *Table {
 		return nil
 	}
 	return t
+}
+
+// waitKey is a wait event.
+type waitKey struct{ class, event string }
+
+// topEvents are the events in any group's top ten by weight (samples, or
+// seconds), the heaviest over all groups first.
+func topEvents[N int64 | float64](weights []map[waitKey]N) []waitKey {
+	top := map[waitKey]bool{}
+	for _, w := range weights {
+		keys := slices.Collect(maps.Keys(w))
+		slices.SortFunc(keys, func(a, b waitKey) int { return cmp.Compare(w[b], w[a]) })
+		for _, k := range keys[:min(len(keys), 10)] {
+			top[k] = true
+		}
+	}
+	keys := slices.Collect(maps.Keys(top))
+	total := func(k waitKey) (n N) {
+		for _, w := range weights {
+			n += w[k]
+		}
+		return n
+	}
+	slices.SortFunc(keys, func(a, b waitKey) int {
+		if d := cmp.Compare(total(b), total(a)); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.class+a.event, b.class+b.event)
+	})
+	return keys
 }
 
 // histograms are the log2 latency histograms of COMMIT and of every
