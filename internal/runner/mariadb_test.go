@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/dbparity/dbparity/internal/capture/wire"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/target/managed"
 	"github.com/dbparity/dbparity/internal/workload/orderentry"
 )
 
@@ -508,4 +510,109 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	if n == 0 {
 		t.Error("connected with MYSQL_PWD, read no rows")
 	}
+}
+
+// sysbench's prepared statements on MariaDB read passively off the
+// loopback interface (--listen-on lo --protocol mysql), the client
+// connected over TCP to the server itself: replayed into a copy of the
+// starting tables, the copy ends as the original did, and no statement's
+// rows differ.
+func TestWireSniffSysbenchMariaDB(t *testing.T) {
+	tg := managedMariaDB(t)
+	sysbench, err := exec.LookPath("sysbench")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but sysbench is not installed")
+		}
+		t.Skip("no sysbench: apt-get install sysbench to run this test")
+	}
+	if fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, 0); err != nil {
+		t.Skipf("reading packets needs CAP_NET_RAW (run the tests as root): %v", err)
+	} else {
+		syscall.Close(fd)
+	}
+	ctx := context.Background()
+	inst, err := managed.StartMariaDB(ctx, managed.Options{DataDir: tg.MyData, Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	u, err := url.Parse(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(db string) Target {
+		v := *u
+		v.Path = "/" + db
+		return Target{URL: v.String()}
+	}
+	root := Target{URL: inst.URL()}
+	for _, q := range []string{"CREATE DATABASE sbtest", "CREATE DATABASE sbwire",
+		"CREATE USER 'sb'@'127.0.0.1' IDENTIFIED BY 'pw'", "GRANT ALL ON *.* TO 'sb'@'127.0.0.1'"} {
+		execSQL(t, root, q)
+	}
+	sb := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(sysbench, append([]string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+			"--mysql-port=" + strconv.Itoa(inst.Port), "--mysql-user=sb", "--mysql-password=pw", "--mysql-db=sbtest",
+			"--tables=2", "--table-size=2000", "--rand-seed=7"}, args...)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sysbench %v: %v\n%s", args, err, b)
+		}
+	}
+	sb("prepare")
+	for _, tb := range []string{"sbtest1", "sbtest2"} {
+		execSQL(t, root, "CREATE TABLE sbwire."+tb+" LIKE sbtest."+tb)
+		execSQL(t, root, "INSERT INTO sbwire."+tb+" SELECT * FROM sbtest."+tb)
+		var next int64
+		queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
+		execSQL(t, root, fmt.Sprintf("ALTER TABLE sbwire.%s AUTO_INCREMENT = %d", tb, next))
+	}
+	rec := wire.NewRecorder("test sniff")
+	rec.MySQL = true
+	sctx, stop := context.WithCancel(ctx)
+	sniffed := make(chan error, 1)
+	go func() {
+		st, err := wire.Sniff(sctx, "lo", inst.Port, rec)
+		t.Logf("sniffed %d segments, %d dropped by the kernel, %d connections lost", st.Packets, st.KernelDrops, st.LostFlows)
+		sniffed <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	sb("--threads=2", "--time=2", "--rate=100", "run")
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	if err := <-sniffed; err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	end := filepath.Join(dir, "end.snap")
+	var out bytesBuffer
+	if err := Snapshot(ctx, SnapshotOptions{Common: Common{Target: in("sbtest"), Stdout: &out, Stderr: &out}, Out: end}); err != nil {
+		t.Fatalf("snapshot: %v\n%s", err, out.String())
+	}
+	c := rec.Capture()
+	if c.Engine != capture.EngineMySQL || c.Statements() < 300 || c.Sessions[0].User != "sb" {
+		t.Fatalf("capture: engine %q, %d statements, first session's user %q\n%s", c.Engine, c.Statements(), c.Sessions[0].User, c.Summary())
+	}
+	capPath := filepath.Join(dir, "wire.capture")
+	if err := capture.Write(capPath, c); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "replay.json")
+	err = Replay(ctx, ReplayOptions{Common: Common{Target: in("sbwire"), Stdout: &out, Stderr: &out}, Capture: capPath, Speed: 1,
+		MapDB: map[string]string{"sbtest": "sbwire"}, MapUser: map[string]string{"sb": "root"}, Label: "wire", Out: path, Verify: end,
+		Collect: CollectOptions{Off: true}})
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, es := r.Replay, r.Replay.EndState
+	if es == nil || es.Match != es.Of || es.Of != 2 || rp.Errors != 0 || rp.Divergent() != 0 || rp.RowsCompared < int64(c.Statements())/2 {
+		t.Errorf("end state %+v; errors %d, divergent %d, rows of %d of %d statements compared: %+v\n%s", es, rp.Errors, rp.Divergent(),
+			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
+	}
+	t.Logf("sniffed: %d statements; %s; rows of %d compared", c.Statements(), es.Summary, rp.RowsCompared)
 }
