@@ -541,3 +541,51 @@ func (f *failOnce) Batch(ctx context.Context, stmts []target.BatchStatement, don
 	}
 	return f.run(stmts, done)
 }
+
+// A log written as statements arrive (MySQL's general log) orders the
+// writers: B's UPDATE arrived after A's in the capture, inside A's open
+// transaction, so it is sent only once A's has been sent and settled,
+// though A has reads to do first and B none.
+func TestWritersInArrivalOrder(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	texts := []string{"BEGIN", "SELECT 1", "UPDATE t SET v = 1 WHERE id = 1", "UPDATE t SET v = 2 WHERE id = 1", "COMMIT"}
+	st := func(text int, seq int64) capture.Statement {
+		return capture.Statement{Offset: time.Duration(seq) * time.Millisecond, Text: text, Seq: seq}
+	}
+	c := &capture.Capture{Format: capture.Format, Engine: capture.EngineMySQL, Start: t0, End: t0.Add(10 * time.Millisecond), Texts: texts,
+		Sessions: []capture.Session{
+			{ID: "a", End: 10 * time.Millisecond, Statements: []capture.Statement{st(0, 1), st(1, 2), st(1, 3), st(1, 4), st(2, 5), st(4, 8)}},
+			{ID: "b", End: 10 * time.Millisecond, Statements: []capture.Statement{st(0, 6), st(3, 7), st(4, 9)}},
+		}}
+	l := &log{}
+	n := 0
+	var mu sync.Mutex
+	connect := func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if app == "dbparity-replay-monitor" {
+			return &fakeConn{log: &log{}, sess: "monitor", fail: map[string]string{}}, nil
+		}
+		n++
+		return &fakeConn{log: l, sess: fmt.Sprint(n), fail: map[string]string{}}, nil
+	}
+	r, err := Run(context.Background(), Options{Capture: c, Speed: 0, Connect: connect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Replayed != 9 || r.Errors != 0 {
+		t.Errorf("replayed %d, %d errors", r.Replayed, r.Errors)
+	}
+	var a, b time.Time
+	for _, call := range l.calls {
+		switch call.sql {
+		case texts[2]:
+			a = call.at
+		case texts[3]:
+			b = call.at
+		}
+	}
+	if a.IsZero() || b.IsZero() || b.Sub(a) < 500*time.Microsecond {
+		t.Errorf("B's UPDATE sent %v after A's, want after A's had settled (1 ms)", b.Sub(a))
+	}
+}

@@ -56,6 +56,9 @@ type syncer struct {
 	// the same cycle again (they hold the lock the other session waits
 	// for until they commit).
 	free []bool
+	// writer marks, in a log written as statements arrive, the writers
+	// others wait for (issued holds them back until they settle).
+	writer [][]bool
 	// added, when set, is told (without blocking) of each new waiter.
 	added chan struct{}
 }
@@ -147,8 +150,24 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	// Commit order follows the log's order where the capture has it;
 	// statement order keeps its times.
 	bySeq := mode == SyncCommit
+	// (Only where the log gives the line order: the writers are ordered
+	// by it.)
+	start := mode == SyncCommit && startLogged(c) && sequenced(c)
 	if mode == SyncCommit {
 		points = commitPoints(c, classes)
+	}
+	if start {
+		// A log written as statements arrive orders the writers too: each
+		// is an event the others' later writers wait to see sent (and
+		// settled, see issued), so that they queue for its rows' locks
+		// behind it, as they arrived at the server.
+		for s, ss := range c.Sessions {
+			for i, st := range ss.Statements {
+				if classes.writes[st.Text] && classes.kind[st.Text] == txOther {
+					points[s][i] = true
+				}
+			}
+		}
 	}
 	var all []ref
 	y := &syncer{need: make([][]int, len(c.Sessions)), needSent: make([][]int, len(c.Sessions)),
@@ -179,6 +198,32 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	}
 	prefix := func(by endKey) int {
 		return sort.Search(len(ends), func(k int) bool { return !before(ends[k], by, bySeq) })
+	}
+	// In a log written as statements arrive, an event is known to have
+	// ended once its session's next statement arrived: known[k] is the
+	// latest such arrival among the first k+1 events, so a statement
+	// that arrived after it follows all of them complete.
+	var known []int64
+	if start {
+		known = make([]int64, len(all))
+		for k, r := range all {
+			ss := c.Sessions[r.s].Statements
+			n := ss[r.i].Seq + tieLines // its session's last: soon after, presumably
+			if r.i+1 < len(ss) {
+				n = ss[r.i+1].Seq
+			}
+			known[k] = n
+			if k > 0 {
+				known[k] = max(n, known[k-1])
+			}
+		}
+		y.writer = make([][]bool, len(c.Sessions))
+		for s, ss := range c.Sessions {
+			y.writer[s] = make([]bool, len(ss.Statements))
+			for i, st := range ss.Statements {
+				y.writer[s][i] = points[s][i] && classes.kind[st.Text] == txOther && classes.writes[st.Text]
+			}
+		}
 	}
 	// Synchronisation alone never waits in a circle: a statement waits
 	// only for events placed before its own session's next event, so
@@ -214,7 +259,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 			// logged before the session's previous statement ended, or
 			// earlier by the clock by more than its step.
 			sent := prefix(endKey{st.Offset + st.Duration, st.Seq})
-			if bySeq && k == i && classes.writes[st.Text] {
+			if bySeq && k == i && classes.writes[st.Text] && known == nil {
 				// A writer that waited for a lock ends right after the
 				// commit that freed it, and its line may reach the log
 				// first (the committer, descheduled, writes its own a
@@ -229,13 +274,20 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 				sent = j
 			}
 			done := 0
-			if k > 0 {
-				p := ss.Statements[k-1]
-				done = prefix(endKey{p.Offset + p.Duration, p.Seq})
-			}
-			if bySeq {
+			switch {
+			case known != nil:
+				done = sort.Search(len(known), func(j int) bool { return known[j] >= st.Seq })
+			case bySeq:
+				if k > 0 {
+					p := ss.Statements[k-1]
+					done = prefix(endKey{p.Offset + p.Duration, p.Seq})
+				}
 				done = max(done, sort.Search(len(latest), func(j int) bool { return latest[j] >= st.Offset-clockStep }))
-			} else {
+			default:
+				if k > 0 {
+					p := ss.Statements[k-1]
+					done = prefix(endKey{p.Offset + p.Duration, p.Seq})
+				}
 				done = max(done, prefix(endKey{at: st.Offset}))
 			}
 			y.needSent[s][i] = min(sent, next)
@@ -245,6 +297,34 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	y.done, y.sent = make([]bool, len(all)), make([]bool, len(all))
 	y.free = make([]bool, len(c.Sessions))
 	return y
+}
+
+// startLogged tells a capture read from a log written as statements
+// arrive (MySQL's general log, PostgreSQL's log_statement alone): no
+// statement in it has a duration, where a log written as they end gives
+// each that succeeded its own.
+func startLogged(c *capture.Capture) bool {
+	for _, ss := range c.Sessions {
+		for _, st := range ss.Statements {
+			if st.Duration > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sequenced tells a capture whose statements all have their place in the
+// log's line order (Seq).
+func sequenced(c *capture.Capture) bool {
+	for _, ss := range c.Sessions {
+		for _, st := range ss.Statements {
+			if st.Seq <= 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // clockStep is the resolution of the log's clock: times closer than
@@ -261,7 +341,22 @@ const tieLines = 8
 func (y *syncer) complete(s, i int) { y.mark(s, i, true) }
 
 // issued marks statement i of session s sent to the server.
-func (y *syncer) issued(s, i int) { y.mark(s, i, false) }
+//
+// A writer of a log written as statements arrive counts as sent only
+// once it has settled: answered, or at the server for settleAfter,
+// since it is then queued for its locks (and another sent at once might
+// overtake it on its way to them).
+func (y *syncer) issued(s, i int) {
+	if y.writer != nil && y.writer[s][i] {
+		time.AfterFunc(settleAfter, func() { y.mark(s, i, false) })
+		return
+	}
+	y.mark(s, i, false)
+}
+
+// settleAfter is how long a writer is at the server before the others'
+// writers may follow it.
+const settleAfter = time.Millisecond
 
 func (y *syncer) mark(s, i int, done bool) {
 	k := y.pos[s][i]
