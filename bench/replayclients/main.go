@@ -15,7 +15,8 @@
 //	pgbench-prepared  the same with -M prepared
 //	psycopg           psycopg_app.py: a psycopg 3 application, 4 threads
 //	sysbench-pg       sysbench oltp_read_write on PostgreSQL, 4 threads
-//	sysbench-mariadb  sysbench oltp_read_write on MariaDB (general log), 4 threads
+//	sysbench-mariadb  sysbench oltp_read_write on MariaDB over TCP, 4 threads: captured from the general
+//	                  log, the slow log and the wire (--listen-on lo, needs CAP_NET_RAW) of one run
 //	pgbench-200       pgbench -c 200 -j 2 -M extended for 10 s whatever -duration says
 //	order-entry       dbparity run itself as the client, 4 users on 2 warehouses
 //	pgjdbc            JdbcApp.java: pgJDBC with prepared statements, 4 threads

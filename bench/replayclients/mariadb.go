@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +38,9 @@ func (b *bench) sysbenchMariaDB(name string) *row {
 		return r
 	}
 	logf("starting mariadb")
-	inst, err := managed.StartMariaDB(b.ctx, managed.Options{DataDir: filepath.Join(dir, "mariadb")})
+	// On loopback too: sysbench connects over TCP, so that its packets can
+	// be read off lo (the wire capture) as the logs are written.
+	inst, err := managed.StartMariaDB(b.ctx, managed.Options{DataDir: filepath.Join(dir, "mariadb"), Loopback: true})
 	if err != nil {
 		r.failed = firstLine(err.Error())
 		logf("%s: %v", name, err)
@@ -57,14 +61,15 @@ func (b *bench) sysbenchMariaDB(name string) *row {
 		return r
 	}
 	// The general log is written as statements arrive, the slow log as
-	// they end: one row each, the same run.
+	// they end, the wire capture reads the packets: one row each, the
+	// same run.
 	for k, rec := range recs {
 		rr := r
 		if k > 0 {
-			rr = &row{client: name + " (slow log)"}
+			rr = &row{client: name + " (" + rec.source + ")"}
 			r.extra = append(r.extra, rr)
 		} else {
-			r.client = name + " (general log)"
+			r.client = name + " (" + rec.source + ")"
 		}
 		rr.statements, rr.captureS = rec.statements, rec.captureS
 		for _, speed := range []string{"1", "max"} {
@@ -75,7 +80,7 @@ func (b *bench) sysbenchMariaDB(name string) *row {
 				rr.replays = append(rr.replays, &replayRow{speed: speed, failed: firstLine(err.Error())})
 				continue
 			}
-			rr.replays = append(rr.replays, b.replay(rec, speed, m.url("sbreplay"), "--map-db", "sbtest=sbreplay"))
+			rr.replays = append(rr.replays, b.replay(rec, speed, m.url("sbreplay"), "--map-db", "sbtest=sbreplay", "--map-user", "sb=root"))
 		}
 	}
 	return r
@@ -84,13 +89,15 @@ func (b *bench) sysbenchMariaDB(name string) *row {
 func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*recording, error) {
 	ctx := b.ctx
 	logFile := filepath.Join(dir, "client.log")
+	port := strconv.Itoa(m.inst.Port)
 	sb := func(limit time.Duration, more ...string) error {
 		return b.command(limit, logFile, dir, nil, sysbench, append([]string{"oltp_read_write", "--db-driver=mysql",
-			"--mysql-socket=" + m.socket, "--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=10000",
-			"--rand-seed=7"}, more...)...)
+			"--mysql-host=127.0.0.1", "--mysql-port=" + port, "--mysql-user=sb", "--mysql-password=sb", "--mysql-db=sbtest",
+			"--tables=2", "--table-size=10000", "--rand-seed=7"}, more...)...)
 	}
 	logf("setup")
-	if err := m.exec(ctx, "DROP DATABASE IF EXISTS sbtest", "CREATE DATABASE sbtest"); err != nil {
+	if err := m.exec(ctx, "DROP DATABASE IF EXISTS sbtest", "CREATE DATABASE sbtest", "CREATE USER IF NOT EXISTS 'sb'@'127.0.0.1' IDENTIFIED BY 'sb'",
+		"GRANT ALL ON *.* TO 'sb'@'127.0.0.1'"); err != nil {
 		return nil, err
 	}
 	if err := sb(10*time.Minute, "prepare"); err != nil {
@@ -111,6 +118,22 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 		"GLOBAL long_query_time = 0, GLOBAL general_log = ON, GLOBAL slow_query_log = ON"); err != nil {
 		return nil, err
 	}
+	// The wire capture reads the same run's packets (it needs
+	// CAP_NET_RAW: without, its row says why).
+	recWire := &recording{dir: dir, capture: filepath.Join(dir, "wire.capture"), source: "wire, --listen-on lo"}
+	wireLog := filepath.Join(dir, "wire.log")
+	wire := exec.CommandContext(ctx, b.bin, "capture", "--listen-on", "lo", "--port", port, "--protocol", "mysql",
+		"--out", recWire.capture, "--force")
+	wf, err := os.Create(wireLog)
+	if err != nil {
+		return nil, err
+	}
+	defer wf.Close()
+	wire.Stdout, wire.Stderr, wire.Dir = wf, wf, dir
+	if err := wire.Start(); err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond) // its socket is bound
 	t0 := time.Now()
 	if err := sb(b.clientLimit(b.o.duration), "--threads=4", "--time="+seconds(b.o.duration), "--report-interval=0", "run"); err != nil {
 		logf("client: %v", err)
@@ -120,7 +143,10 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 	if err := m.exec(context.WithoutCancel(ctx), "SET GLOBAL general_log = OFF, GLOBAL slow_query_log = OFF"); err != nil {
 		return nil, err
 	}
-	rec := &recording{dir: dir, end: filepath.Join(dir, "end.snap"), capture: filepath.Join(dir, "client.capture")}
+	time.Sleep(200 * time.Millisecond) // the last packets are read
+	wire.Process.Signal(os.Interrupt)
+	wireErr := wire.Wait()
+	rec := &recording{dir: dir, end: filepath.Join(dir, "end.snap"), capture: filepath.Join(dir, "client.capture"), source: "general log"}
 	if err := b.command(10*time.Minute, filepath.Join(dir, "snapshot.log"), dir, nil, b.bin,
 		"snapshot", "--target", m.url("sbtest"), "--out", rec.end, "--force"); err != nil {
 		return nil, err
@@ -128,11 +154,20 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 	if err := b.captureLogs(rec, []string{general}); err != nil {
 		return nil, err
 	}
-	recSlow := &recording{dir: dir, end: rec.end, capture: filepath.Join(dir, "slow.capture")}
+	recSlow := &recording{dir: dir, end: rec.end, capture: filepath.Join(dir, "slow.capture"), source: "slow log"}
 	if err := b.captureLogs(recSlow, []string{slow}); err != nil {
 		return nil, err
 	}
-	return []*recording{rec, recSlow}, nil
+	recs := []*recording{rec, recSlow}
+	if wireErr != nil {
+		r.notes = append(r.notes, "wire capture: "+firstLine(fileTail(wireLog, 3)))
+		return recs, nil
+	}
+	recWire.end = rec.end
+	out, _ := os.ReadFile(wireLog)
+	recWire.statements, recWire.captureS = captured(out)
+	logf("captured %d statements over %.1f s from the wire", recWire.statements, recWire.captureS)
+	return append(recs, recWire), nil
 }
 
 // my is a connection pool to a managed MariaDB as root.

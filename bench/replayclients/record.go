@@ -51,6 +51,7 @@ type recording struct {
 	end        string
 	statements int64
 	captureS   float64
+	source     string // what it was captured from, when a run has several
 }
 
 // Settings of every managed PostgreSQL start: speed over durability.
@@ -178,17 +179,24 @@ func (b *bench) captureLogs(rec *recording, args []string) error {
 		return err
 	}
 	out, _ := os.ReadFile(logFile)
-	rec.statements, rec.captureS = -1, 0
+	rec.statements, rec.captureS = captured(out)
+	logf("captured %d statements over %.1f s", rec.statements, rec.captureS)
+	return nil
+}
+
+// captured reads a capture's summary: its statements (-1 when it does not
+// say) and its span.
+func captured(out []byte) (statements int64, seconds float64) {
+	statements = -1
 	if m := statementsLine.FindSubmatch(out); m != nil {
-		rec.statements, _ = strconv.ParseInt(string(m[1]), 10, 64)
+		statements, _ = strconv.ParseInt(string(m[1]), 10, 64)
 	}
 	if m := spanLine.FindSubmatch(out); m != nil {
 		if d, err := time.ParseDuration(string(m[1])); err == nil {
-			rec.captureS = d.Seconds()
+			seconds = d.Seconds()
 		}
 	}
-	logf("captured %d statements over %.1f s", rec.statements, rec.captureS)
-	return nil
+	return statements, seconds
 }
 
 var (
@@ -217,8 +225,10 @@ func (b *bench) replayPG(rec *recording, speed string) *replayRow {
 // replay runs dbparity replay against url and reads its result.
 func (b *bench) replay(rec *recording, speed, url string, extra ...string) *replayRow {
 	rr := &replayRow{speed: speed, syncWaits: -1}
-	out := filepath.Join(rec.dir, "replay-"+speed+".json")
-	logFile := filepath.Join(rec.dir, "replay-"+speed+".log")
+	// Named after the capture: a run captured several ways keeps each's.
+	name := strings.TrimSuffix(filepath.Base(rec.capture), ".capture") + "-replay-" + speed
+	out := filepath.Join(rec.dir, name+".json")
+	logFile := filepath.Join(rec.dir, name+".log")
 	os.Remove(out)
 	args := []string{"replay", "--capture", rec.capture, "--target", url, "--speed", speed, "--verify", rec.end,
 		"--out", out, "--no-collect", "--label", "x", "--force"}
