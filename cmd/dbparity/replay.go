@@ -167,7 +167,7 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	}, out, keepOwn, d)
 }
 
-// captureSniff records the PostgreSQL sessions in the packets to and from
+// captureSniff records the sessions (PostgreSQL's, or MySQL's) in the packets to and from
 // port on iface until ctx ends or d passes, then writes the capture.
 func captureSniff(ctx context.Context, iface string, port int, out string, force, keepOwn, mysql bool, d time.Duration) error {
 	if iface == "" || port <= 0 || port > 65535 {
