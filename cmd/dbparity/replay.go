@@ -260,10 +260,10 @@ wait:
 	if w.after != nil {
 		w.after(c)
 	}
-	fmt.Print(c.Summary())
 	if c.Statements() == 0 {
 		return errors.New(w.empty)
 	}
+	fmt.Print(c.Summary())
 	if err := capture.Write(out, c); err != nil {
 		return err
 	}

@@ -320,12 +320,22 @@ func TestWireProxyTLS(t *testing.T) {
 	if out, err := query(port, "require", "SELECT 'never sent'"); err == nil || !strings.Contains(out, "SSL") {
 		t.Errorf("sslmode=require without a certificate: %v\n%s", err, out)
 	}
-	if c := finish(); !strings.Contains(texts(c), "SELECT 'in the clear'") || strings.Contains(texts(c), "never sent") {
+	c := finish()
+	if !strings.Contains(texts(c), "SELECT 'in the clear'") || strings.Contains(texts(c), "never sent") {
 		t.Errorf("captured %q", texts(c))
 	}
+	refused := 0
+	for _, sk := range c.Skipped {
+		if strings.Contains(sk.Reason, "asked for TLS") {
+			refused = sk.Count
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d clients counted as refused TLS, want 2: %+v", refused, c.Skipped)
+	}
 	mu.Lock()
-	if len(lines) != 2 || !strings.Contains(lines[0], "--tls-cert and --tls-key") {
-		t.Errorf("notices %q", lines)
+	if len(lines) != 1 || !strings.Contains(lines[0], "--tls-cert and --tls-key") {
+		t.Errorf("notices %q: want one, the first time", lines)
 	}
 	mu.Unlock()
 

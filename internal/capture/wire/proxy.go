@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
 )
 
 // ProxyOptions say how the proxy answers a client that asks for TLS.
@@ -21,7 +23,8 @@ type ProxyOptions struct {
 	// default (sslmode=prefer) goes on in the clear; one that requires
 	// TLS gives up, and Notify says so.
 	TLS *tls.Config
-	// Notify, if set, receives one line for each client refused TLS.
+	// Notify, if set, receives one line the first time a client is
+	// refused TLS (the capture's summary counts them all).
 	Notify func(string)
 }
 
@@ -88,7 +91,15 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 				relay(client, server, s, stripSSL)
 				return
 			}
-			c, first, err := negotiate(client, o)
+			c, first, err := negotiate(client, o, func(addr string) {
+				rec.mu.Lock()
+				first := rec.skipped[reasonTLSRefused] == nil
+				rec.skip(capture.Flagged, reasonTLSRefused, addr)
+				rec.mu.Unlock()
+				if first && o.Notify != nil {
+					o.Notify(fmt.Sprintf("client %s asked for TLS: answered that there is none (give --tls-cert and --tls-key to accept it); a client that requires TLS gives up (the summary counts them)", addr))
+				}
+			})
 			if err != nil {
 				client.Close()
 				server.Close()
@@ -116,7 +127,7 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 // encryption refused. It returns the connection to relay (a TLS one when
 // accepted) and the first bytes of what the client sent next (its startup
 // message, or a cancel request), to pass on.
-func negotiate(client net.Conn, o ProxyOptions) (net.Conn, []byte, error) {
+func negotiate(client net.Conn, o ProxyOptions, refused func(addr string)) (net.Conn, []byte, error) {
 	client.SetReadDeadline(time.Now().Add(30 * time.Second))
 	defer client.SetReadDeadline(time.Time{})
 	for range 3 {
@@ -138,8 +149,8 @@ func negotiate(client net.Conn, o ProxyOptions) (net.Conn, []byte, error) {
 			}
 			client = tc
 		default:
-			if code == sslRequest && o.Notify != nil {
-				o.Notify(fmt.Sprintf("client %s asked for TLS: answered that there is none (give --tls-cert and --tls-key to accept it); a client that requires TLS gives up", client.RemoteAddr()))
+			if code == sslRequest {
+				refused(client.RemoteAddr().String())
 			}
 			if _, err := client.Write([]byte("N")); err != nil {
 				return nil, nil, err
