@@ -1,10 +1,11 @@
 // Command capturecost measures what capturing a workload costs the server
 // it watches, side by side in one run: order-entry's throughput with no
 // capture, with log capture (log_min_duration_statement = 0, csvlog, as
-// docs/capture.md asks), and through the wire capture's proxy (dbparity
-// capture --proxy), at -users sessions each (default 8 and 64), in
-// interleaved rounds; and the proxy's own CPU per 1,000 statements and the
-// size of its capture file per hour.
+// docs/capture.md asks), through the wire capture's proxy (dbparity
+// capture --proxy) and with the packets read off lo (dbparity capture
+// --listen-on lo, as root), at -users sessions each (default 8 and 64), in
+// interleaved rounds; and each wire capturer's own CPU per 1,000
+// statements and the size of its capture file per hour.
 //
 //	go run ./bench/capturecost [-dbparity PATH] [-users 8,64] [-rounds 2] [-duration 20s] [-warehouses 4]
 //
@@ -119,7 +120,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("load: %v\n%s", err, out)
 	}
 	psql := func(sql string) error { return execSQL(ctx, inst, sql) }
-	variants := []string{"none", "log", "proxy"}
+	variants := []string{"none", "log", "proxy", "sniff"}
 	results := map[string]map[int][]measurement{}
 	for _, v := range variants {
 		results[v] = map[int][]measurement{}
@@ -146,6 +147,8 @@ func run(ctx context.Context, o options) error {
 					}
 				case "proxy":
 					m, err = throughProxy(ctx, o, inst, direct, users, work, url)
+				case "sniff":
+					m, err = sniffed(ctx, o, inst, direct, users, work, url)
 				}
 				if err != nil {
 					return fmt.Errorf("%s at %d users: %w", v, users, err)
@@ -265,6 +268,45 @@ func throughProxy(ctx context.Context, o options, inst *managed.Instance, direct
 	return m, nil
 }
 
+// sniffed runs order-entry straight to the server while a dbparity
+// capture --listen-on lo reads its packets, and measures the capturer.
+func sniffed(ctx context.Context, o options, inst *managed.Instance, direct string, users int, work string, url func(string) string) (measurement, error) {
+	var m measurement
+	capFile := filepath.Join(work, "sniff.capture")
+	life := o.warmup + o.duration + 30*time.Second
+	c := exec.CommandContext(ctx, o.bin, "capture", "--listen-on", "lo", "--port", strconv.Itoa(inst.Port), "--out", capFile, "--force",
+		"--duration", life.String())
+	var out strings.Builder
+	c.Stdout, c.Stderr = &out, &out
+	t0 := time.Now()
+	if err := c.Start(); err != nil {
+		return m, err
+	}
+	time.Sleep(time.Second) // its socket is bound
+	var err error
+	m.tps, err = drive(ctx, o, url(direct), users, work)
+	time.Sleep(200 * time.Millisecond) // the last packets are read
+	c.Process.Signal(os.Interrupt)
+	werr := c.Wait()
+	m.seconds = time.Since(t0).Seconds()
+	if err != nil {
+		return m, err
+	}
+	if werr != nil {
+		return m, fmt.Errorf("capture --listen-on: %v\n%s", werr, out.String())
+	}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.proxyCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	if mm := statementsLine.FindStringSubmatch(out.String()); mm != nil {
+		m.statements, _ = strconv.Atoi(mm[1])
+	}
+	if st, err := os.Stat(capFile); err == nil {
+		m.bytes = st.Size()
+	}
+	return m, nil
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -292,14 +334,14 @@ func printTable(o options, results map[string]map[int][]measurement) {
 			return median(xs)
 		}
 		none := tps("none")
-		for _, v := range []string{"none", "log", "proxy"} {
+		for _, v := range []string{"none", "log", "proxy", "sniff"} {
 			x := tps(v)
 			ratio := "1.00"
 			if v != "none" && none > 0 {
 				ratio = fmt.Sprintf("%.2f", x/none)
 			}
 			cpu, size := "-", "-"
-			if v == "proxy" {
+			if v == "proxy" || v == "sniff" {
 				var cpus, sizes []float64
 				for _, m := range results[v][users] {
 					if m.statements > 0 {
@@ -311,11 +353,12 @@ func printTable(o options, results map[string]map[int][]measurement) {
 				}
 				cpu, size = fmt.Sprintf("%.1f", median(cpus)), fmt.Sprintf("%.0f", median(sizes))
 			}
-			name := map[string]string{"none": "none", "log": "server log (log_min_duration_statement = 0, csvlog)", "proxy": "wire (capture --proxy)"}[v]
+			name := map[string]string{"none": "none", "log": "server log (log_min_duration_statement = 0, csvlog)", "proxy": "wire (capture --proxy)",
+				"sniff": "wire (capture --listen-on lo, the packets)"}[v]
 			fmt.Printf("| %d | %s | %.1f | %s | %s | %s |\n", users, name, x, ratio, cpu, size)
 		}
 	}
-	fmt.Println("\nThe proxy's CPU is its whole process's (relaying and decoding), per statement it captured; the file size is over the proxy's life (warm-up and measured window), per hour at that rate.")
+	fmt.Println("\nThe capturer's CPU is its whole process's (the proxy's relaying and decoding; the packet reader's reading, reassembling and decoding), per statement it captured; the file size is over its life (warm-up and measured window), per hour at that rate. The packet reader needs CAP_NET_RAW (root).")
 }
 
 func tail(b []byte) string {
