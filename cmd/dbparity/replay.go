@@ -179,14 +179,20 @@ func captureSniff(ctx context.Context, iface string, port int, out string, force
 	if _, err := net.InterfaceByName(iface); err != nil {
 		return runner.UsageError{Err: fmt.Errorf("--listen-on %s: %v (ip link lists the interfaces)", iface, err)}
 	}
+	// Bound before the start is announced: what passes from then on is
+	// read.
+	pk, err := wire.ListenPackets(iface, port)
+	if err != nil {
+		return err
+	}
 	var stats wire.SniffStats
-	err := captureWire(ctx, wireCapture{
+	err = captureWire(ctx, wireCapture{
 		source: fmt.Sprintf("interface %s, port %d", iface, port),
 		banner: fmt.Sprintf("reading the packets to and from port %d on %s", port, iface),
 		empty:  fmt.Sprintf("no statement passed port %d on %s, so no capture was written: is it the interface and port the clients reach the server on?", port, iface),
 		serve: func(ctx context.Context, rec *wire.Recorder) error {
 			var err error
-			stats, err = wire.Sniff(ctx, iface, port, rec)
+			stats, err = pk.Run(ctx, rec)
 			return err
 		},
 		mysql: mysql,

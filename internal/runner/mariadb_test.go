@@ -572,12 +572,15 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 	rec.MySQL = true
 	sctx, stop := context.WithCancel(ctx)
 	sniffed := make(chan error, 1)
+	pk, err := wire.ListenPackets("lo", inst.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		st, err := wire.Sniff(sctx, "lo", inst.Port, rec)
+		st, err := pk.Run(sctx, rec)
 		t.Logf("sniffed %d segments, %d dropped by the kernel, %d connections lost", st.Packets, st.KernelDrops, st.LostFlows)
 		sniffed <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
 	sb("--threads=2", "--time=2", "--rate=100", "run")
 	time.Sleep(200 * time.Millisecond)
 	stop()

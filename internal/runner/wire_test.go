@@ -79,12 +79,15 @@ func wirePgbench(t *testing.T, how string) {
 		}()
 		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	} else {
+		pk, err := wire.ListenPackets("lo", inst.Port)
+		if err != nil {
+			t.Fatal(err)
+		}
 		go func() {
-			st, err := wire.Sniff(ctx, "lo", inst.Port, rec)
+			st, err := pk.Run(ctx, rec)
 			t.Logf("sniffed %d segments, %d dropped by the kernel, %d connections lost", st.Packets, st.KernelDrops, st.LostFlows)
 			served <- err
 		}()
-		time.Sleep(300 * time.Millisecond) // the socket is bound
 	}
 	const clients, txs = 3, 40
 	for _, mode := range []string{"simple", "extended", "prepared"} {

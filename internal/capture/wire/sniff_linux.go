@@ -32,38 +32,55 @@ const (
 	maxPending       = 4 << 20 // out-of-order bytes a direction may hold
 )
 
-// Sniff reads the TCP traffic to and from port on the network interface
-// iface (AF_PACKET: needs CAP_NET_RAW), reassembles each connection's two
-// streams and records the PostgreSQL sessions in them, until ctx ends.
-// Connections open before it began are picked up at a client message
-// that starts a segment, and flagged. Reassembly follows sequence numbers:
-// retransmissions are dropped, segments out of order held until the gap
-// fills; a gap that never fills ends that connection's decoding, counted.
-func Sniff(ctx context.Context, iface string, port int, rec *Recorder) (SniffStats, error) {
-	var st SniffStats
+// Packets is a socket reading an interface's packets, bound: what passes
+// from then on is read.
+type Packets struct {
+	fd       int
+	iface    string
+	port     uint16
+	loopback bool
+}
+
+// ListenPackets opens a socket on the network interface iface (AF_PACKET:
+// needs CAP_NET_RAW) for the TCP traffic to and from port. Run reads it.
+func ListenPackets(iface string, port int) (*Packets, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
-		return st, fmt.Errorf("--listen-on %s: %v", iface, err)
+		return nil, fmt.Errorf("--listen-on %s: %v", iface, err)
 	}
 	proto := int(htons(syscall.ETH_P_ALL))
 	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, proto)
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
-			return st, fmt.Errorf("--listen-on %s: reading packets needs CAP_NET_RAW (run as root, or setcap cap_net_raw+ep on dbparity): %w", iface, err)
+			return nil, fmt.Errorf("--listen-on %s: reading packets needs CAP_NET_RAW (run as root, or setcap cap_net_raw+ep on dbparity): %w", iface, err)
 		}
-		return st, fmt.Errorf("--listen-on %s: %w", iface, err)
+		return nil, fmt.Errorf("--listen-on %s: %w", iface, err)
 	}
-	defer syscall.Close(fd)
 	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-		return st, fmt.Errorf("--listen-on %s: %w", iface, err)
+		syscall.Close(fd)
+		return nil, fmt.Errorf("--listen-on %s: %w", iface, err)
 	}
 	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 32<<20)
 	tv := syscall.NsecToTimeval(int64(100 * time.Millisecond))
 	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
-		return st, err
+		syscall.Close(fd)
+		return nil, err
 	}
-	loopback := ifi.Flags&net.FlagLoopback != 0
-	sn := &sniffer{rec: rec, port: uint16(port), flows: map[netip.AddrPort]*flow{}, stats: &st}
+	return &Packets{fd: fd, iface: iface, port: uint16(port), loopback: ifi.Flags&net.FlagLoopback != 0}, nil
+}
+
+// Run reassembles each connection's two streams from the packets and
+// records the sessions in them (PostgreSQL's, or MySQL's with
+// rec.MySQL), until ctx ends; then it closes the socket. Connections open
+// before it began are picked up at a client message that starts a
+// segment, and flagged. Reassembly follows sequence numbers:
+// retransmissions are dropped, segments out of order held until the gap
+// fills; a gap that never fills ends that connection's decoding, counted.
+func (pk *Packets) Run(ctx context.Context, rec *Recorder) (SniffStats, error) {
+	var st SniffStats
+	fd := pk.fd
+	defer syscall.Close(fd)
+	sn := &sniffer{rec: rec, port: pk.port, flows: map[netip.AddrPort]*flow{}, stats: &st}
 	buf := make([]byte, 1<<16)
 	for ctx.Err() == nil {
 		n, from, err := syscall.Recvfrom(fd, buf, 0)
@@ -71,10 +88,10 @@ func Sniff(ctx context.Context, iface string, port int, rec *Recorder) (SniffSta
 			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 				continue
 			}
-			return st, fmt.Errorf("--listen-on %s: %w", iface, err)
+			return st, fmt.Errorf("--listen-on %s: %w", pk.iface, err)
 		}
 		ll, ok := from.(*syscall.SockaddrLinklayer)
-		if !ok || (loopback && ll.Pkttype == packetOutgoing) {
+		if !ok || (pk.loopback && ll.Pkttype == packetOutgoing) {
 			continue // on loopback each packet is seen going out and coming in
 		}
 		off := 14 // Ethernet, and loopback's header alike
