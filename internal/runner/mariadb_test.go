@@ -353,15 +353,7 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 		}
 	}
 	sb("prepare")
-	for _, db := range []string{"sbreplay", "sbwire"} {
-		for _, tb := range []string{"sbtest1", "sbtest2"} {
-			execSQL(t, root, "CREATE TABLE "+db+"."+tb+" LIKE sbtest."+tb)
-			execSQL(t, root, "INSERT INTO "+db+"."+tb+" SELECT * FROM sbtest."+tb)
-			var next int64
-			queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
-			execSQL(t, root, fmt.Sprintf("ALTER TABLE %s.%s AUTO_INCREMENT = %d", db, tb, next))
-		}
-	}
+	copySbtest(t, root, "sbreplay", "sbwire")
 	var dataDir string
 	queryRow(t, root, "SELECT @@datadir", &dataDir)
 	general, slow := filepath.Join(dataDir, "general.log"), filepath.Join(dataDir, "slow.log")
@@ -561,13 +553,7 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 		}
 	}
 	sb("prepare")
-	for _, tb := range []string{"sbtest1", "sbtest2"} {
-		execSQL(t, root, "CREATE TABLE sbwire."+tb+" LIKE sbtest."+tb)
-		execSQL(t, root, "INSERT INTO sbwire."+tb+" SELECT * FROM sbtest."+tb)
-		var next int64
-		queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
-		execSQL(t, root, fmt.Sprintf("ALTER TABLE sbwire.%s AUTO_INCREMENT = %d", tb, next))
-	}
+	copySbtest(t, root, "sbwire")
 	rec := wire.NewRecorder("test sniff")
 	rec.MySQL = true
 	sctx, stop := context.WithCancel(ctx)
@@ -618,4 +604,20 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
 	}
 	t.Logf("sniffed: %d statements; %s; rows of %d compared", c.Statements(), es.Summary, rp.RowsCompared)
+}
+
+// copySbtest copies sysbench's tables of database sbtest into each of dbs
+// (made already): their rows and next AUTO_INCREMENT value, the starting
+// state a replay goes into.
+func copySbtest(t *testing.T, root Target, dbs ...string) {
+	t.Helper()
+	for _, db := range dbs {
+		for _, tb := range []string{"sbtest1", "sbtest2"} {
+			execSQL(t, root, "CREATE TABLE "+db+"."+tb+" LIKE sbtest."+tb)
+			execSQL(t, root, "INSERT INTO "+db+"."+tb+" SELECT * FROM sbtest."+tb)
+			var next int64
+			queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
+			execSQL(t, root, fmt.Sprintf("ALTER TABLE %s.%s AUTO_INCREMENT = %d", db, tb, next))
+		}
+	}
 }
