@@ -42,7 +42,6 @@ const (
 	reasonOther        = "other messages (checkpoints, autovacuum, startup, warnings...)"
 	reasonProcess      = "messages of processes other than client backends"
 	reasonReplication  = "replication connections"
-	reasonSecret       = "passwords in statements (CREATE/ALTER ROLE or USER ... PASSWORD, IDENTIFIED BY, SET PASSWORD): masked, replayed as captured but for the password"
 	reasonOwn          = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
 	reasonFailedLogin  = "connections never authorized (failed logins)"
 	reasonFatal        = "fatal errors without a statement (failed logins, timeouts)"
@@ -95,7 +94,7 @@ func (b *builder) skip(effect SkipEffect, reason, where string) {
 func (b *builder) intern(text string) int {
 	if masked := MaskSecrets(text); masked != text {
 		text = masked
-		b.skip(Flagged, reasonSecret, "(a statement setting a password)")
+		b.skip(Flagged, ReasonSecret, "(a statement setting a password)")
 	}
 	if i, ok := b.texts[text]; ok {
 		return i

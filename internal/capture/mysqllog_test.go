@@ -174,7 +174,7 @@ func TestCapturedPasswordsMasked(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw, _ := exec.Command("sh", "-c", "zcat "+out).Output()
-		if len(raw) == 0 || strings.Contains(string(raw), "hunter2") || !strings.Contains(string(raw), "'xxxxx'") || !hasSkip(c, reasonSecret, 1) {
+		if len(raw) == 0 || strings.Contains(string(raw), "hunter2") || !strings.Contains(string(raw), "'xxxxx'") || !hasSkip(c, ReasonSecret, 1) {
 			t.Errorf("%s: capture file %s", name, raw)
 		}
 	}

@@ -599,9 +599,14 @@ func (s *session) finish(p *pend, at time.Time) {
 
 func (s *session) record(p *pend, at time.Time, st capture.Statement) {
 	st.Rows, st.Error, st.CopyBytes, st.CopyData = p.rows, p.err, p.st.CopyBytes, p.st.CopyData
+	// No capture file holds a password: masked as the log reader masks it.
+	text := capture.MaskSecrets(p.text)
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
-	st.Text = s.r.intern(p.text)
+	if text != p.text {
+		s.r.skip(capture.Flagged, capture.ReasonSecret, s.id)
+	}
+	st.Text = s.r.intern(text)
 	s.r.seq++
 	st.Seq = s.r.seq
 	s.stmts = append(s.stmts, &done{st: st, start: p.start, end: at})

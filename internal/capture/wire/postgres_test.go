@@ -149,3 +149,25 @@ func TestBadLength(t *testing.T) {
 		t.Errorf("skipped %+v", c.Skipped)
 	}
 }
+
+// A password given as a literal never reaches the capture: masked, as the
+// log reader masks it, and flagged.
+func TestPasswordMasked(t *testing.T) {
+	rec := NewRecorder("test")
+	s := rec.Open("a")
+	at := time.Now()
+	s.FromClient(startup(protocol3, "user", "u"), at)
+	s.FromClient(wire(nil).msg('Q', str("ALTER ROLE app PASSWORD 'hunter2'")), at)
+	s.FromServer(wire(nil).msg('C', str("ALTER ROLE")).msg('Z', []byte("I")), at)
+	c := rec.Capture()
+	if len(c.Texts) != 1 || strings.Contains(c.Texts[0], "hunter2") || !strings.Contains(c.Texts[0], "'xxxxx'") {
+		t.Errorf("texts %q", c.Texts)
+	}
+	flagged := false
+	for _, sk := range c.Skipped {
+		flagged = flagged || strings.Contains(sk.Reason, "password")
+	}
+	if !flagged {
+		t.Errorf("not flagged: %+v", c.Skipped)
+	}
+}
