@@ -17,6 +17,7 @@ package capture
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -283,4 +284,16 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TagRows reads the rows a command tag counts ("UPDATE 3", "INSERT 0 1",
+// "SELECT 10", "COPY 5"): the server's answer, as captured from the wire
+// and as a replay gets it; false for a tag without a count.
+func TagRows(tag string) (int64, bool) {
+	i := strings.LastIndexByte(tag, ' ')
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
+	return n, err == nil
 }

@@ -75,8 +75,11 @@ func (t *Target) connectMyReplay(ctx context.Context, user, database, app string
 // statement's kind and rows, as PostgreSQL's command tags read ("SELECT
 // 3", "UPDATE 1"), and "OK" for others.
 func (r *myReplayConn) Simple(ctx context.Context, text string) (string, error) {
-	if verb := strings.ToUpper(firstWord(text)); !returnsRows(text) && (verb == "INSERT" || verb == "UPDATE" || verb == "DELETE" || verb == "REPLACE") &&
-		!strings.Contains(strings.TrimRight(text, "; \t\r\n"), ";") {
+	switch verb := strings.ToUpper(firstWord(text)); verb {
+	case "INSERT", "UPDATE", "DELETE", "REPLACE":
+		if strings.Contains(strings.TrimRight(text, "; \t\r\n"), ";") {
+			break // several statements: read as any other text
+		}
 		// A change alone in its text: its rows affected, as the
 		// server's OK packet says them (changed rows, as the client's
 		// default asks).

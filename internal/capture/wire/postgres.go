@@ -540,7 +540,9 @@ func (s *session) server(typ byte, body []byte, at time.Time) {
 	case 'C', 'I', 's':
 		var rows *int64
 		if typ == 'C' {
-			rows = tagRows(m.str())
+			if n, ok := capture.TagRows(m.str()); ok {
+				rows = &n
+			}
 		}
 		if s.simple != nil {
 			s.simple.rows = rows // the last statement's, of a query of several
@@ -610,20 +612,6 @@ func (s *session) record(p *pend, at time.Time, st capture.Statement) {
 	s.r.seq++
 	st.Seq = s.r.seq
 	s.stmts = append(s.stmts, &done{st: st, start: p.start, end: at})
-}
-
-// tagRows reads the row count of a command tag ("INSERT 0 3", "UPDATE 2",
-// "SELECT 10", "COPY 5"); nil for tags without one.
-func tagRows(tag string) *int64 {
-	i := strings.LastIndexByte(tag, ' ')
-	if i < 0 {
-		return nil
-	}
-	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
-	if err != nil {
-		return nil
-	}
-	return &n
 }
 
 // errorOf reads an ErrorResponse's SQLSTATE and message.

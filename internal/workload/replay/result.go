@@ -3,8 +3,6 @@ package replay
 import (
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -304,7 +302,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		outcome = Committed
 	case want == "" && got == "":
 		if st.Rows != nil {
-			if n, ok := tagRows(tag); ok {
+			if n, ok := capture.TagRows(tag); ok {
 				r.res.RowsCompared++
 				if n != *st.Rows {
 					r.outcome(RowsDiffer, f.Text, "", "", fmt.Sprintf("captured %d rows, replayed %d", *st.Rows, n))
@@ -333,17 +331,6 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		msg = st.Error.Message
 	}
 	r.outcome(outcome, f.Text, want, got, msg)
-}
-
-// tagRows reads the rows a command tag counts ("UPDATE 3", "INSERT 0 1",
-// "SELECT 10"); false for a tag without a count.
-func tagRows(tag string) (int64, bool) {
-	i := strings.LastIndexByte(tag, ' ')
-	if i < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(tag[i+1:], 10, 64)
-	return n, err == nil
 }
 
 // outcome counts one statement that ended a way worth reporting; call
