@@ -49,6 +49,7 @@ const (
 	reasonCancel      = "cancel requests (a connection of their own, no statements)"
 	reasonBinary      = "statements with binary parameters of a type not decoded (replayed without them: skipped)"
 	reasonUndecoded   = "protocol messages that could not be decoded (the rest of the session is not captured)"
+	reasonUpstream    = "client connections turned away: the upstream server could not be reached"
 	reasonTLSRefused  = "clients that asked for TLS and were told there is none (they went on in the clear; one that requires TLS gave up)"
 	reasonOwn         = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
 	reasonCopyBig     = "COPY FROM STDIN data over 64 MiB a statement, not kept (replayed empty, and reported)"

@@ -24,7 +24,8 @@ type ProxyOptions struct {
 	// TLS gives up, and Notify says so.
 	TLS *tls.Config
 	// Notify, if set, receives one line the first time a client is
-	// refused TLS (the capture's summary counts them all).
+	// refused TLS, and the first time the upstream server cannot be
+	// reached (the capture's summary counts them all).
 	Notify func(string)
 }
 
@@ -74,8 +75,17 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 		}
 		server, err := net.DialTimeout(network, upstream, 10*time.Second)
 		if err != nil {
+			// The client sees its connection closed, as the server's
+			// refusal; the capture says why, once, and counts them.
 			client.Close()
-			continue // the client sees its connection closed, as the server's refusal
+			rec.mu.Lock()
+			first := rec.skipped[reasonUpstream] == nil
+			rec.skip(capture.Dropped, reasonUpstream, upstream)
+			rec.mu.Unlock()
+			if first && o.Notify != nil {
+				o.Notify(fmt.Sprintf("cannot reach the server at --upstream %s (%v): clients are turned away until it answers", upstream, err))
+			}
+			continue
 		}
 		if !track(client, true) || !track(server, true) {
 			client.Close()
