@@ -34,7 +34,7 @@ func cmdCapture(ctx context.Context, args []string) error {
 	paramMax := fs.Int("param-max-length", 0, "the server's log_parameter_max_length when it logged (-1: values whole; 0: unknown)")
 	force := fs.Bool("force", false, "replace the capture file if it exists")
 	keepOwn := fs.Bool("keep-own", false, "keep dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out and counted by default")
-	proxy := fs.String("proxy", "", "capture from the wire instead of logs: listen on HOST:PORT and relay each client to --upstream, recording what they exchange (PostgreSQL; the clients connect here without TLS)")
+	proxy := fs.String("proxy", "", "capture from the wire instead of logs: listen on HOST:PORT and relay each client to --upstream, recording what they exchange (the clients connect here; TLS only with --tls-cert)")
 	tlsCert := fs.String("tls-cert", "", "with --proxy: a PEM certificate (and --tls-key its key) to accept clients' TLS with: the proxy ends TLS and records inside it (without: a client asking for TLS is told there is none)")
 	tlsKey := fs.String("tls-key", "", "with --proxy: the PEM private key of --tls-cert")
 	upstream := fs.String("upstream", "", "with --proxy: the PostgreSQL server's HOST:PORT, or its socket file (/var/run/postgresql/.s.PGSQL.5432)")
@@ -138,9 +138,6 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	if (cert == "") != (key == "") {
 		return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go together")}
 	}
-	if mysql && cert != "" {
-		return runner.UsageError{Err: errors.New("--tls-cert: the proxy ends TLS for PostgreSQL clients only; MySQL clients are offered none")}
-	}
 	if cert != "" {
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
@@ -155,8 +152,8 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	if err != nil {
 		return runner.UsageError{Err: fmt.Errorf("--proxy %s: %v", listen, errors.Unwrap(err))}
 	}
-	if mysql {
-		fmt.Fprintln(os.Stderr, "MySQL clients are offered no TLS through the proxy: those that prefer it go on in the clear, those that require it are refused")
+	if mysql && o.TLS == nil {
+		fmt.Fprintln(os.Stderr, "MySQL clients are offered no TLS through the proxy (give --tls-cert and --tls-key to accept it): those that prefer it go on in the clear, those that require it give up")
 	}
 	return captureWire(ctx, wireCapture{
 		source: "proxy " + ln.Addr().String() + " to " + upstream,

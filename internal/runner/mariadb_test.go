@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -618,6 +621,119 @@ func copySbtest(t *testing.T, root Target, dbs ...string) {
 			var next int64
 			queryRow(t, root, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sbtest' AND TABLE_NAME = '"+tb+"'", &next)
 			execSQL(t, root, fmt.Sprintf("ALTER TABLE %s.%s AUTO_INCREMENT = %d", db, tb, next))
+		}
+	}
+}
+
+// A MySQL client that asks for TLS through the proxy: without a
+// certificate the greeting offers none, so one that requires TLS gives up
+// (counted, a line naming the flags); with one the proxy ends TLS,
+// authenticates the client to the server in the clear (a password user
+// and one without) and captures the statements inside.
+func TestWireProxyTLSMariaDB(t *testing.T) {
+	tg := managedMariaDB(t)
+	client, err := exec.LookPath("mariadb")
+	if err != nil {
+		t.Skip("no mariadb client: apt-get install mariadb-client to run this test")
+	}
+	ctx := context.Background()
+	o, err := openTarget(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	u, err := url.Parse(o.managed.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := u.Query().Get("socket")
+	root := Target{URL: o.managed.URL()}
+	execSQL(t, root, "CREATE USER tlsu@localhost IDENTIFIED BY 'pw one'")
+	execSQL(t, root, "GRANT ALL ON *.* TO tlsu@localhost")
+	proxy := func(po wire.ProxyOptions) (port string, finish func() *capture.Capture) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := wire.NewRecorder("tls test")
+		rec.MySQL = true
+		ctx, stop := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- wire.Serve(ctx, ln, socket, rec, po) }()
+		return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), func() *capture.Capture {
+			stop()
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+			return rec.Capture()
+		}
+	}
+	query := func(port, user, password, sql string, tlsArgs ...string) (string, error) {
+		args := append([]string{"--no-defaults", "-h", "127.0.0.1", "-P", port, "-u", user, "-N", "-e", sql}, tlsArgs...)
+		if password != "" {
+			args = append(args, "--password="+password)
+		}
+		out, err := exec.Command(client, args...).CombinedOutput()
+		return string(out), err
+	}
+	texts := func(c *capture.Capture) string { return strings.Join(c.Texts, "|") }
+
+	var lines []string
+	var mu sync.Mutex
+	port, finish := proxy(wire.ProxyOptions{Notify: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }})
+	if out, err := query(port, "tlsu", "pw one", "SELECT 'in the clear'"); err != nil {
+		t.Fatalf("without TLS through the proxy: %v\n%s", err, out)
+	}
+	// Requiring a verified server certificate is how this client
+	// requires TLS (--ssl alone goes on in the clear when offered none).
+	if out, err := query(port, "tlsu", "pw one", "SELECT 'never sent'", "--ssl-verify-server-cert"); err == nil {
+		t.Errorf("a client requiring TLS went on without it: %s", out)
+	}
+	c := finish()
+	if !strings.Contains(texts(c), "SELECT 'in the clear'") || strings.Contains(texts(c), "never sent") {
+		t.Errorf("captured %q", texts(c))
+	}
+	gaveUp := 0
+	for _, sk := range c.Skipped {
+		if strings.Contains(sk.Reason, "offered no TLS") {
+			gaveUp = sk.Count
+		}
+	}
+	if gaveUp != 1 {
+		t.Errorf("%d clients counted as giving up for TLS, want 1: %+v", gaveUp, c.Skipped)
+	}
+	mu.Lock()
+	if len(lines) != 1 || !strings.Contains(lines[0], "--tls-cert and --tls-key") {
+		t.Errorf("notices %q: want one, naming the flags", lines)
+	}
+	mu.Unlock()
+
+	cert := selfSigned(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, finish = proxy(wire.ProxyOptions{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
+	// The password user's client starts with another authentication
+	// method than the server's, so that the server asks it to switch:
+	// one more exchange inside TLS.
+	for _, who := range [][3]string{{"tlsu", "pw one", "--default-auth=client_ed25519"}, {"root", "", "--ssl"}} {
+		sql := "SELECT CONCAT('inside TLS for ', CURRENT_USER())"
+		out, err := query(port, who[0], who[1], sql+", 'as "+who[0]+"'", "--ssl-ca="+ca, "--ssl-verify-server-cert", who[2])
+		if err != nil {
+			t.Fatalf("%s requiring TLS with a certificate: %v\n%s", who[0], err, out)
+		}
+		if !strings.Contains(out, "inside TLS for "+who[0]) {
+			t.Errorf("%s: answered %q", who[0], out)
+		}
+	}
+	c = finish()
+	if !strings.Contains(texts(c), "'as tlsu'") || !strings.Contains(texts(c), "'as root'") {
+		t.Errorf("captured %q", texts(c))
+	}
+	for _, sk := range c.Skipped {
+		if sk.Effect == capture.Dropped {
+			t.Errorf("dropped from a TLS session: %+v", sk)
 		}
 	}
 }

@@ -54,19 +54,26 @@ func TestMyValues(t *testing.T) {
 	}
 }
 
-// The server's greeting loses TLS on its way to the client.
-func TestStripSSL(t *testing.T) {
+// The server's greeting loses its own TLS on its way to the client, and
+// offers the proxy's when it has a certificate.
+func TestGreetingSSL(t *testing.T) {
 	payload := []byte{10}
 	payload = append(payload, "10.11.19-MariaDB\x00"...)
 	payload = append(payload, 1, 0, 0, 0)         // thread id
 	payload = append(payload, "12345678\x00"...)  // salt, filler
 	payload = append(payload, 0xfe, 0xff|0x08, 8) // capabilities (SSL set), charset
 	pkt := append([]byte{byte(len(payload)), 0, 0, 0}, payload...)
-	if !stripSSL(pkt) {
-		t.Fatal("greeting not recognised")
-	}
 	i := 4 + 1 + len("10.11.19-MariaDB") + 1 + 4 + 9
-	if caps := binary.LittleEndian.Uint16(pkt[i:]); caps&mySSL != 0 || caps&0x00fe != 0x00fe {
-		t.Errorf("capabilities %x", caps)
+	for _, on := range []bool{false, true, false} {
+		if !greetingSSL(pkt, on) {
+			t.Fatal("greeting not recognised")
+		}
+		caps := binary.LittleEndian.Uint16(pkt[i:])
+		if (caps&mySSL != 0) != on || caps&0x07fe != 0x07fe {
+			t.Errorf("TLS %v: capabilities %x", on, caps)
+		}
+	}
+	if greetingSSL(pkt[:i], true) {
+		t.Error("a greeting cut before its capabilities was changed")
 	}
 }

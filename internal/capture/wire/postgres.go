@@ -50,6 +50,7 @@ const (
 	reasonBinary      = "statements with binary parameters of a type not decoded (replayed without them: skipped)"
 	reasonUndecoded   = "protocol messages that could not be decoded (the rest of the session is not captured)"
 	reasonUpstream    = "client connections turned away: the upstream server could not be reached"
+	reasonTLSGaveUp   = "clients that closed their connection when offered no TLS (they require it: give the proxy a certificate)"
 	reasonTLSRefused  = "clients that asked for TLS and were told there is none (they went on in the clear; one that requires TLS gave up)"
 	reasonOwn         = "dbparity's own sessions (collectors, replay monitors: application dbparity-*), left out"
 	reasonCopyBig     = "COPY FROM STDIN data over 64 MiB a statement, not kept (replayed empty, and reported)"
@@ -349,7 +350,7 @@ const (
 func (s *session) stop(what string) {
 	s.off = true
 	s.r.mu.Lock()
-	s.r.skip(capture.Dropped, reasonUndecoded, s.id+": "+what)
+	s.r.skip(capture.Dropped, reasonUndecoded, s.id+" from "+s.host+": "+what)
 	s.r.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
@@ -98,7 +100,15 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			defer wg.Done()
 			defer func() { track(client, false); track(server, false) }()
 			if rec.MySQL {
-				relay(client, server, s, stripSSL)
+				myRelay(client, server, s, o, func(addr string) {
+					rec.mu.Lock()
+					first := rec.skipped[reasonTLSGaveUp] == nil
+					rec.skip(capture.Flagged, reasonTLSGaveUp, addr)
+					rec.mu.Unlock()
+					if first && o.Notify != nil {
+						o.Notify(fmt.Sprintf("client %s closed its connection when offered no TLS: it requires TLS (give --tls-cert and --tls-key to accept it; the summary counts them)", addr))
+					}
+				})
 				return
 			}
 			c, first, err := negotiate(client, o, func(addr string) {
@@ -127,7 +137,7 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 				s.Close(time.Now())
 				return
 			}
-			relay(c, server, s, nil)
+			relay(c, server, s)
 		}()
 	}
 }
@@ -170,11 +180,10 @@ func negotiate(client net.Conn, o ProxyOptions, refused func(addr string)) (net.
 	return nil, nil, errors.New("too many encryption requests")
 }
 
-// stripSSL takes TLS out of a MySQL server's greeting, so that a client
-// that prefers TLS goes on in the clear and is captured (one that
-// requires it gives up); false when the chunk does not hold the whole
-// greeting's capabilities.
-func stripSSL(b []byte) bool {
+// greetingSSL sets (on) or clears the TLS capability in a MySQL
+// server's greeting, so that a client is offered the proxy's TLS or
+// none; false when b does not hold the whole greeting's capabilities.
+func greetingSSL(b []byte, on bool) bool {
 	if len(b) < 5 || b[4] != 10 { // protocol 10
 		return false
 	}
@@ -186,43 +195,170 @@ func stripSSL(b []byte) bool {
 	if i+2 > len(b) {
 		return false
 	}
-	caps := binary.LittleEndian.Uint16(b[i:])
-	binary.LittleEndian.PutUint16(b[i:], caps&^uint16(mySSL))
+	caps := binary.LittleEndian.Uint16(b[i:]) &^ uint16(mySSL)
+	if on {
+		caps |= mySSL
+	}
+	binary.LittleEndian.PutUint16(b[i:], caps)
 	return true
 }
 
-// relay copies both ways until either side closes, feeding s; patch, if
-// set, may change the server's first chunk before it is passed on and
-// decoded.
-func relay(client, server net.Conn, s *Session, patch func([]byte) bool) {
+// myPacket reads one MySQL packet whole: its 4-byte header (length,
+// sequence number) and its payload.
+func myPacket(r io.Reader) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	p := make([]byte, 4+int(h[0])|int(h[1])<<8|int(h[2])<<16)
+	copy(p, h[:])
+	_, err := io.ReadFull(r, p[4:])
+	return p, err
+}
+
+// myRelay relays a MySQL client. The server's greeting offers the
+// proxy's TLS (o.TLS) or none. A client that takes TLS sends a short TLS
+// request, then its handshake response inside TLS: the proxy ends TLS,
+// passes the response on in the clear and, until the server's OK or error
+// ends the authentication, renumbers the packets each way (the client
+// counted the TLS request, the server never saw it). Offered none, a
+// client that closes before answering the greeting required TLS: gaveUp
+// is told.
+func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(addr string)) {
+	fail := func() { client.Close(); server.Close(); s.Close(time.Now()) }
+	server.SetReadDeadline(time.Now().Add(30 * time.Second))
+	g, err := myPacket(server)
+	server.SetReadDeadline(time.Time{})
+	if err != nil {
+		fail()
+		return
+	}
+	greetingSSL(g, false)
+	s.FromServer(g, time.Now())
+	greetingSSL(g, o.TLS != nil)
+	if _, err := client.Write(g); err != nil {
+		fail()
+		return
+	}
+	client.SetReadDeadline(time.Now().Add(30 * time.Second))
+	p, err := myPacket(client)
+	if err != nil {
+		if o.TLS == nil && len(p) == 0 {
+			gaveUp(client.RemoteAddr().String())
+		}
+		fail()
+		return
+	}
+	var c net.Conn = client
+	tlsRequest := len(p) == 4+32 && binary.LittleEndian.Uint32(p[4:])&mySSL != 0
+	if tlsRequest && o.TLS != nil {
+		tc := tls.Server(client, o.TLS)
+		if err := tc.Handshake(); err != nil {
+			fail()
+			return
+		}
+		c = tc
+		if p, err = myPacket(tc); err != nil || len(p) < 8 {
+			fail()
+			return
+		}
+		p[3]--
+		binary.LittleEndian.PutUint32(p[4:], binary.LittleEndian.Uint32(p[4:])&^mySSL)
+	}
+	client.SetReadDeadline(time.Time{})
+	s.FromClient(p, time.Now())
+	if _, err := server.Write(p); err != nil {
+		fail()
+		return
+	}
+	if c == client {
+		relay(client, server, s)
+		return
+	}
+	// Authentication inside TLS: packet by packet, renumbered, until the
+	// server's OK or error; then relayed as it comes.
+	var authed atomic.Bool
+	cr, sr := bufio.NewReader(c), bufio.NewReader(server)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	pipe := func(dst, src net.Conn, feed func([]byte, time.Time), patch func([]byte) bool) {
+	go func() { // the client's side
 		defer wg.Done()
-		b := make([]byte, 64<<10)
-		for {
-			n, err := src.Read(b)
-			if n > 0 && patch != nil {
-				patch(b[:n])
-				patch = nil
-			}
-			if n > 0 {
-				// Decoded before it is passed on: the other side's answer
-				// cannot come before the request is seen.
-				feed(b[:n], time.Now())
-				if _, werr := dst.Write(b[:n]); werr != nil {
-					break
-				}
-			}
+		for !authed.Load() {
+			p, err := myPacket(cr)
 			if err != nil {
+				c.Close()
+				server.Close()
+				return
+			}
+			if !authed.Load() {
+				p[3]--
+			}
+			s.FromClient(p, time.Now())
+			if _, err := server.Write(p); err != nil {
+				c.Close()
+				server.Close()
+				return
+			}
+		}
+		pipe(server, cr, s.FromClient, c, server)
+	}()
+	go func() { // the server's side
+		defer wg.Done()
+		for {
+			p, err := myPacket(sr)
+			if err != nil {
+				c.Close()
+				server.Close()
+				return
+			}
+			s.FromServer(p, time.Now())
+			p[3]++
+			end := len(p) > 4 && (p[4] == 0x00 || p[4] == 0xff)
+			if end {
+				authed.Store(true)
+			}
+			if _, err := c.Write(p); err != nil {
+				c.Close()
+				server.Close()
+				return
+			}
+			if end {
 				break
 			}
 		}
-		client.Close()
-		server.Close()
-	}
-	go pipe(server, client, s.FromClient, nil)
-	go pipe(client, server, s.FromServer, patch)
+		pipe(c, sr, s.FromServer, c, server)
+	}()
 	wg.Wait()
 	s.Close(time.Now())
+}
+
+// relay copies both ways until either side closes, feeding s.
+func relay(client, server net.Conn, s *Session) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); pipe(server, client, s.FromClient, client, server) }()
+	go func() { defer wg.Done(); pipe(client, server, s.FromServer, client, server) }()
+	wg.Wait()
+	s.Close(time.Now())
+}
+
+// pipe copies src to dst, feeding each chunk to the decoder before it is
+// passed on (the other side's answer cannot come before the request is
+// seen), until either fails; then it closes both connections.
+func pipe(dst io.Writer, src io.Reader, feed func([]byte, time.Time), a, b net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			feed(buf[:n], time.Now())
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	a.Close()
+	b.Close()
 }

@@ -110,9 +110,7 @@ func (pk *Packets) Run(ctx context.Context, rec *Recorder) (SniffStats, error) {
 		st.KernelDrops = int64(ts.drops)
 	}
 	for _, f := range sn.flows {
-		if f.s != nil {
-			f.s.Close(time.Now())
-		}
+		sn.close(f, time.Now())
 	}
 	return st, nil
 }
@@ -218,9 +216,7 @@ func (sn *sniffer) packet(p []byte, at time.Time) {
 		sn.data(f, d, seq, payload, at)
 	}
 	if flags&(fin|rst) != 0 {
-		if f.s != nil {
-			f.s.Close(at)
-		}
+		sn.close(f, at)
 		delete(sn.flows, client)
 	}
 }
@@ -278,6 +274,21 @@ func (sn *sniffer) data(f *flow, d int, seq uint32, payload []byte, at time.Time
 			break
 		}
 	}
+}
+
+// close ends a connection's decoding: at its FIN or RST, or when the
+// capture ends. Segments still held for a gap then never came: the
+// connection is counted as lost, named in the capture.
+func (sn *sniffer) close(f *flow, at time.Time) {
+	if f.s == nil {
+		return
+	}
+	if !f.dead && (len(f.dir[0].pending) > 0 || len(f.dir[1].pending) > 0) {
+		f.dead = true
+		sn.stats.LostFlows++
+		f.s.lost()
+	}
+	f.s.Close(at)
 }
 
 // startsMessages tells a client segment that starts with whole frontend

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,5 +84,60 @@ func TestReassembly(t *testing.T) {
 	}
 	if st.Packets != 13 {
 		t.Errorf("%d segments counted", st.Packets)
+	}
+}
+
+// A segment that never comes ends the decoding of its connection: the
+// statements after the gap are not guessed at, the connection is counted
+// as lost and the capture names it, whether the gap is still open at the
+// connection's FIN or when the capture ends.
+func TestGapNamesSession(t *testing.T) {
+	for _, atFIN := range []bool{true, false} {
+		rec := NewRecorder("test")
+		var st SniffStats
+		sn := &sniffer{rec: rec, port: 5432, flows: map[netip.AddrPort]*flow{}, stats: &st}
+		cl, sv := netip.MustParseAddrPort("10.0.0.2:40000"), netip.MustParseAddrPort("10.0.0.1:5432")
+		at := time.Now()
+		const syn, ack, fin = 0x02, 0x10, 0x01
+		sn.packet(tcp4(cl, sv, 999, syn, nil), at)
+		sn.packet(tcp4(sv, cl, 4999, syn|ack, nil), at)
+		c, s := uint32(1000), uint32(5000)
+		send := func(b []byte) { sn.packet(tcp4(cl, sv, c, ack, b), at); c += uint32(len(b)) }
+		reply := func(b []byte) { sn.packet(tcp4(sv, cl, s, ack, b), at); s += uint32(len(b)) }
+		send(startup(protocol3, "user", "u", "database", "d"))
+		reply(wire(nil).msg('R', u32(0)).msg('Z', []byte("I")))
+		send(wire(nil).msg('Q', str("SELECT 1")))
+		reply(wire(nil).msg('C', str("SELECT 1")).msg('Z', []byte("I")))
+		c += uint32(len(wire(nil).msg('Q', str("UPDATE t SET a = 2")))) // dropped
+		send(wire(nil).msg('Q', str("SELECT 3")))
+		if atFIN {
+			sn.packet(tcp4(cl, sv, c, fin|ack, nil), at)
+		} else {
+			for _, f := range sn.flows {
+				sn.close(f, at)
+			}
+		}
+		if st.LostFlows != 1 {
+			t.Errorf("FIN %v: %d connections counted as lost, want 1", atFIN, st.LostFlows)
+		}
+		cp := rec.Capture()
+		var texts []string
+		for _, ss := range cp.Sessions {
+			for _, x := range ss.Statements {
+				texts = append(texts, cp.Texts[x.Text])
+			}
+		}
+		if len(texts) != 1 || texts[0] != "SELECT 1" {
+			t.Errorf("FIN %v: statements %q, want only the one before the gap", atFIN, texts)
+		}
+		named := false
+		for _, k := range cp.Skipped {
+			if strings.Contains(k.First, "segments lost") && strings.Contains(k.First, cl.String()) {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("FIN %v: the capture does not name the connection the gap hit: %+v", atFIN, cp.Skipped)
+		}
 	}
 }
