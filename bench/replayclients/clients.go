@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -121,14 +122,10 @@ func (b *bench) orderEntry(name string) *row {
 	})
 }
 
-const jdbcSchema = `
-CREATE TABLE jaccounts(id int PRIMARY KEY, balance numeric(14,2) NOT NULL, active bool NOT NULL, touched timestamp,
-	visits int NOT NULL DEFAULT 0);
-INSERT INTO jaccounts SELECT g, 1000, true, NULL, 0 FROM generate_series(1, 1000) g;
-CREATE TABLE jhot(id int PRIMARY KEY, n bigint NOT NULL, last_thread int);
-INSERT INTO jhot VALUES (1, 0, NULL);
-CREATE TABLE jledger(id bigserial PRIMARY KEY, account int NOT NULL, amount numeric(14,2) NOT NULL, note text NOT NULL,
-	at timestamp NOT NULL, credit bool NOT NULL, qty smallint NOT NULL);`
+// jdbcSchema makes the tables JdbcApp.java works on.
+//
+//go:embed jdbc_schema.sql
+var jdbcSchema string
 
 // The pgJDBC driver, fetched once with Maven into the cache.
 const (

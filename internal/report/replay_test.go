@@ -43,6 +43,27 @@ func TestReplayReportHidesLiterals(t *testing.T) {
 	}
 }
 
+// Statements the replay could not send are in the headline, apart from
+// those a flag left out.
+func TestHeadlineNotReplayed(t *testing.T) {
+	r := &result.Run{Label: "x", Workload: result.Workload{Name: "replay"}, Replay: &result.Replay{
+		Capture: "app.capture", Statements: 20, Replayed: 3, OK: 3, Order: "session",
+		NotReplayed: map[string]int64{"statements with binary parameters of a type not decoded": 14,
+			"session excluded by --include-session / --exclude-session": 3}}}
+	var b bytes.Buffer
+	if err := TextWith(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "0 divergent statements; 14 captured statements NOT REPLAYED") {
+		t.Errorf("headline:\n%s", b.String())
+	}
+	r.Replay.NotReplayed = map[string]int64{"session excluded by --include-session / --exclude-session": 3}
+	b.Reset()
+	if err := TextWith(&b, r, Options{}); err != nil || strings.Contains(b.String(), "NOT REPLAYED") {
+		t.Errorf("a flag's choice in the headline (%v):\n%s", err, b.String())
+	}
+}
+
 // The end-state line never says more than was checked.
 func TestEndStateLine(t *testing.T) {
 	for _, c := range []struct {

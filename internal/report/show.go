@@ -70,7 +70,19 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 		}
 		p.f("  statements   %d completed without error, %d failed%s\n", s.Commits, s.Errors, classes(s.ErrorsByClass))
 		p.f("  transactions %d committed (%.1f/s; %d in the capture)\n", rp.ReplayedTransactions, tps, rp.CapturedTransactions)
-		p.f("  replay       %s captured, replayed in %s; %d divergent statements\n", secs(rp.CaptureSeconds), secs(rp.ReplaySeconds), rp.Divergent())
+		// Statements left out by a flag (the reason names it) were the
+		// user's choice; the others are missing from what was checked.
+		var notReplayed int64
+		for k, n := range rp.NotReplayed {
+			if !strings.Contains(k, "--") {
+				notReplayed += n
+			}
+		}
+		skipped := ""
+		if notReplayed > 0 {
+			skipped = fmt.Sprintf("; %d captured statements NOT REPLAYED (see below)", notReplayed)
+		}
+		p.f("  replay       %s captured, replayed in %s; %d divergent statements%s\n", secs(rp.CaptureSeconds), secs(rp.ReplaySeconds), rp.Divergent(), skipped)
 		p.f("  %s\n", endStateLine(rp))
 		if s.DriverCPUS == nil {
 			p.f("  driver CPU   %s\n", noDriverCPU)

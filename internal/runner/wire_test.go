@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -366,4 +367,103 @@ func selfSigned(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// pgJDBC (bench/replayclients' JdbcApp.java: typed setters, named
+// server-side statements after the fifth execution, a hot row four threads
+// update) captured through the proxy: the replay at the captured pace ends
+// with every table as the client left it and no statement's rows differ.
+func TestWireCapturePgJDBC(t *testing.T) {
+	java, jar := pgJDBC(t)
+	schema, err := os.ReadFile("../../bench/replayclients/jdbc_schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := filepath.Abs("../../bench/replayclients/JdbcApp.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *capture.Capture
+	rec := record(t, func(inst *managed.Instance) {
+		execSQL(t, Target{URL: inst.URL()}, string(schema))
+	}, func(inst *managed.Instance) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrec := wire.NewRecorder("test proxy")
+		ctx, stop := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() {
+			served <- wire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wrec, wire.ProxyOptions{})
+		}()
+		url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/%s?user=%s&ApplicationName=jdbcapp", ln.Addr().(*net.TCPAddr).Port, inst.Database, inst.User)
+		out, err := exec.Command(java, "-cp", jar, app, url, "4").CombinedOutput()
+		stop()
+		if serr := <-served; serr != nil {
+			t.Fatal(serr)
+		}
+		if err != nil {
+			t.Fatalf("pgJDBC client through the proxy: %v\n%s", err, out)
+		}
+		c = wrec.Capture()
+	})
+	rec.capture = filepath.Join(t.TempDir(), "wire.capture")
+	if err := capture.Write(rec.capture, c); err != nil {
+		t.Fatal(err)
+	}
+	typed, n := 0, 0
+	for _, s := range c.Sessions {
+		for _, st := range s.Statements {
+			n++
+			if len(st.Types) > 0 {
+				typed++
+			}
+		}
+	}
+	for _, sk := range c.Skipped {
+		if sk.Effect == capture.Dropped {
+			t.Errorf("dropped from the capture: %+v", sk)
+		}
+	}
+	if n < 1000 || typed < n/2 {
+		t.Errorf("%d statements, %d with their parameters' types:\n%s", n, typed, c.Summary())
+	}
+	r, out := replayVerified(t, rec, 1, 60*time.Second)
+	rp, es := r.Replay, r.Replay.EndState
+	// jledger's ids come from a sequence the four sessions' inserts draw
+	// from in whatever order their commits allow: the report names it.
+	if es.Match+es.ClockOnly+es.Explained != es.Of || es.Of != 3 || es.Explained > 1 {
+		t.Errorf("end state: %s\n%s", es.Summary, out)
+	}
+	for _, tb := range es.Tables {
+		if tb.Cause != "" && (tb.Name != "public.jledger" || !strings.Contains(tb.Cause, "jledger_id_seq")) {
+			t.Errorf("%s differs: %s", tb.Name, tb.Cause)
+		}
+	}
+	if rp.RowsCompared < int64(n/2) || rp.Divergent() != 0 {
+		t.Errorf("rows of %d statements compared, %d divergent: %+v", rp.RowsCompared, rp.Divergent(), rp.Outcomes)
+	}
+	t.Logf("pgJDBC from the wire: %d statements (%d typed); %s; capture %.2f s, replay %.2f s, rows of %d statements compared",
+		n, typed, es.Summary, rec.captureS, rp.ReplaySeconds, rp.RowsCompared)
+}
+
+// pgJDBC finds java and the pgJDBC driver's jar in the local Maven
+// repository (mvn dependency:get -Dartifact=org.postgresql:postgresql:42.7.4
+// puts it there; .ci/run does), or skips: a failure under CI=true.
+func pgJDBC(t *testing.T) (java, jar string) {
+	t.Helper()
+	java, err := exec.LookPath("java")
+	home, _ := os.UserHomeDir()
+	jar = filepath.Join(home, ".m2/repository/org/postgresql/postgresql/42.7.4/postgresql-42.7.4.jar")
+	if err == nil {
+		_, err = os.Stat(jar)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no java or pgJDBC driver: %v", err)
+		}
+		t.Skipf("no java or pgJDBC driver (%v): apt-get install default-jdk-headless; mvn dependency:get -Dartifact=org.postgresql:postgresql:42.7.4", err)
+	}
+	return java, jar
 }

@@ -46,6 +46,9 @@ type myState struct {
 	phase      int // 0 server's greeting, 1 client's answer, 2 authentication, 3 commands
 	serverCaps uint32
 	noEOF      bool // CLIENT_DEPRECATE_EOF: result sets end in an OK packet
+	// eofUnknown: a connection picked up after its handshake, whose
+	// noEOF is learnt from the first result set's shape.
+	eofUnknown bool
 	stmts      map[uint32]*myStmt
 	cmd        *myCmd // the command awaiting its answer
 }
@@ -244,7 +247,7 @@ func (s *session) myServer(p []byte, at time.Time) {
 				c.nparams = int(r.u16le())
 				m.stmts[c.id] = &myStmt{text: c.prepare, nparams: c.nparams}
 				c.left = c.nparams + cols
-				if !m.noEOF {
+				if !m.noEOF && !m.eofUnknown {
 					if c.nparams > 0 {
 						c.left++
 					}
@@ -283,7 +286,7 @@ func (s *session) myServer(p []byte, at time.Time) {
 				// the column definitions are not sent again.
 				c.left = 0
 			}
-			if !m.noEOF {
+			if !m.noEOF && !m.eofUnknown {
 				c.left++
 			}
 			if c.left == 0 {
@@ -291,6 +294,20 @@ func (s *session) myServer(p []byte, at time.Time) {
 			}
 		}
 	case 1:
+		if m.eofUnknown {
+			// Column definitions, then an EOF packet (5 bytes) or, with
+			// CLIENT_DEPRECATE_EOF, the first row or the OK that ends
+			// the set.
+			if isColumnDef(p) {
+				return
+			}
+			m.eofUnknown, m.noEOF = false, !isEOF(p)
+			c.stage = 2
+			if m.noEOF {
+				s.myServer(p, at)
+			}
+			return
+		}
 		c.left--
 		if c.left <= 0 {
 			c.stage = 2
@@ -299,7 +316,7 @@ func (s *session) myServer(p []byte, at time.Time) {
 		if p[0] == 0xfe && len(p) < 0xffffff && (m.noEOF || len(p) < 9) {
 			r := msg{b: p[1:]}
 			var status uint16
-			if m.noEOF {
+			if !isEOF(p) {
 				r.lenenc()
 				r.lenenc()
 				status = r.u16le()
@@ -313,12 +330,27 @@ func (s *session) myServer(p []byte, at time.Time) {
 		}
 		c.rows++
 	case 3:
+		if m.eofUnknown && isEOF(p) {
+			// The EOF after the parameters' or columns' definitions: one
+			// that comes after the last is passed over as no command's.
+			m.eofUnknown, m.noEOF = false, false
+			return
+		}
 		c.left--
 		if c.left <= 0 {
 			m.cmd = nil
 		}
 	}
 }
+
+// isEOF tells an EOF packet: 0xfe, warnings and status (an OK packet
+// ending a result set with 0xfe is longer: rows, insert id, status,
+// warnings).
+func isEOF(p []byte) bool { return len(p) == 5 && p[0] == 0xfe }
+
+// isColumnDef tells a column definition: it starts with the catalog,
+// always "def".
+func isColumnDef(p []byte) bool { return len(p) > 4 && string(p[:4]) == "\x03def" }
 
 // myResult ends a result: the statement ends unless another result
 // follows (a multi-statement query, a procedure's results).

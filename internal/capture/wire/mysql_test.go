@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 )
 
 // Executions' values go into the text where its placeholders are, not
@@ -75,5 +76,74 @@ func TestGreetingSSL(t *testing.T) {
 	}
 	if greetingSSL(pkt[:i], true) {
 		t.Error("a greeting cut before its capabilities was changed")
+	}
+}
+
+// A connection picked up after its handshake does not say whether its
+// result sets end in an EOF packet or an OK one (CLIENT_DEPRECATE_EOF):
+// the first result set's shape tells, and rows are counted right either
+// way, a prepared statement's definitions included.
+func TestMyMidstream(t *testing.T) {
+	pkt := func(seq byte, payload ...byte) []byte {
+		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), 0, seq}, payload...)
+	}
+	colDef := append([]byte("\x03def"), "\x00\x00\x00\x01a\x00\x0c\x3f\x00\x0b\x00\x00\x00\x03\x00\x00\x00\x00\x00"...)
+	eof := []byte{0xfe, 0, 0, 2, 0}
+	okEnd := []byte{0xfe, 0, 0, 2, 0, 0, 0}
+	for _, deprecateEOF := range []bool{false, true} {
+		rec := NewRecorder("test")
+		rec.MySQL = true
+		x := rec.openMidstream("10.0.0.2:40000", time.Now())
+		now := time.Now()
+		query := func(sql string, answer ...[]byte) {
+			x.FromClient(pkt(0, append([]byte{comQuery}, sql...)...), now)
+			for _, a := range answer {
+				x.FromServer(a, now)
+			}
+		}
+		var set [][]byte
+		set = append(set, pkt(1, 1), pkt(2, colDef...))
+		if !deprecateEOF {
+			set = append(set, pkt(3, eof...))
+		}
+		set = append(set, pkt(4, 1, '1'), pkt(5, 1, '2'))
+		if deprecateEOF {
+			set = append(set, pkt(6, okEnd...))
+		} else {
+			set = append(set, pkt(6, eof...))
+		}
+		query("SELECT a FROM t", set...)
+		query("UPDATE t SET a = 1", pkt(1, 0, 3, 0, 2, 0, 0, 0))
+		// A prepared statement with one parameter and one column, then
+		// its execution's result.
+		prep := [][]byte{pkt(1, 0, 7, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0), pkt(2, colDef...)}
+		if !deprecateEOF {
+			prep = append(prep, pkt(3, eof...))
+		}
+		prep = append(prep, pkt(4, colDef...))
+		if !deprecateEOF {
+			prep = append(prep, pkt(5, eof...))
+		}
+		x.FromClient(pkt(0, append([]byte{comStmtPrepare}, "SELECT a FROM t WHERE a > ?"...)...), now)
+		for _, p := range prep {
+			x.FromServer(p, now)
+		}
+		query("DELETE FROM t", pkt(1, 0, 2, 0, 2, 0, 0, 0))
+		x.Close(now)
+		c := rec.Capture()
+		got := map[string]int64{}
+		for _, s := range c.Sessions {
+			for _, st := range s.Statements {
+				if st.Rows != nil {
+					got[c.Texts[st.Text]] = *st.Rows
+				}
+			}
+		}
+		want := map[string]int64{"SELECT a FROM t": 2, "UPDATE t SET a = 1": 3, "DELETE FROM t": 2}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("DEPRECATE_EOF %v: %s: %d rows, want %d (all: %v)", deprecateEOF, k, got[k], v, got)
+			}
+		}
 	}
 }

@@ -231,7 +231,7 @@ func (r *Recorder) openMidstream(host string, at time.Time) *Session {
 	defer r.mu.Unlock()
 	s.startup, s.started, s.before, s.start = false, true, true, at
 	if s.isMy {
-		s.my.phase, s.my.stmts = 3, map[uint32]*myStmt{}
+		s.my.phase, s.my.stmts, s.my.eofUnknown = 3, map[uint32]*myStmt{}, true
 	}
 	r.skip(capture.Flagged, reasonBefore, s.id)
 	return x
