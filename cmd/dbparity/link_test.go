@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/nodeexp/exportertest"
+	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target/managed"
 )
@@ -85,6 +87,54 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 	for _, r := range []*result.Run{near, far} {
 		s := r.Summarize()
 		t.Logf("%s: %.0f tps, round trip %.3f ms, %.1f per transaction, %.0f%% of its time", r.Label, s.TPS, s.RoundTripMs, s.RoundTripsPerTx, 100*s.RoundTripShare)
+	}
+	// The two hosts on CPUs of their own: the server on the last, the
+	// driver on the first. Each side's facts are read from its own
+	// processes: the database host's from the server's backend (sql
+	// source), the driver's host's from the driver's, and the server's
+	// utilisation is a share of its one CPU.
+	all, err := cpuset.Available()
+	if err != nil || len(all) < 2 {
+		t.Logf("not run apart: needs 2 CPUs or more (%v, %v)", all, err)
+	} else {
+		first, last := all[:1], all[len(all)-1:]
+		if err := inst.SetCPUs(last); err != nil {
+			t.Fatal(err)
+		}
+		taskset, err := exec.LookPath("taskset")
+		if err != nil {
+			t.Fatalf("no taskset (util-linux): %v", err)
+		}
+		cmd := exec.Command(taskset, "-c", cpuset.Format(first), bin, "run", "--workload", "order-entry", "--users", "2",
+			"--duration", "3s", "--warmup", "1s", "--label", "apart", "--out", "apart.json", "--target", url(link), "--db-host", "sql")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("run apart: %v\n%s", err, out)
+		}
+		r, err := result.Read(filepath.Join(dir, "apart.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := r.Disclosure
+		if cg := d.Host.Cgroup; cg.Of != "server" || cg.CPUsAllowedList != cpuset.Format(last) {
+			t.Errorf("the database host's CPUs, from the server's backend: %+v, want %s", cg, cpuset.Format(last))
+		}
+		if d.DriverHost == nil || d.DriverHost.Cgroup.CPUsAllowedList != cpuset.Format(first) {
+			t.Errorf("the driver's host's CPUs, from the driver's process: %+v, want %s", d.DriverHost, cpuset.Format(first))
+		}
+		if u, ok := r.CPU(); !ok || !u.Server || u.CPUs != 1 || u.Pct > 105 {
+			t.Errorf("the server's utilisation: %+v (ok %v), want a share of its 1 CPU", u, ok)
+		}
+		// The driver's CPU is its own process's, on its one CPU: at most
+		// the window's length (a server's CPU counted as the driver's
+		// would pass it while both are busy).
+		if s := r.Summarize(); s.DriverCPUS == nil || *s.DriverCPUS > 1.05*s.DurationS {
+			t.Errorf("driver CPU %v s in a %.1f s window on one CPU", s.DriverCPUS, s.DurationS)
+		} else {
+			u, _ := r.CPU()
+			t.Logf("apart: server on CPU %s at %.0f%% of it, driver on CPU %s used %.2f s in %.1f s", cpuset.Format(last), u.Pct,
+				cpuset.Format(first), *s.DriverCPUS, s.DurationS)
+		}
 	}
 	code, stdout, stderr := dbparity(t, dir, "compare", "near.json", "far.json")
 	if code != 0 {
