@@ -31,6 +31,7 @@ import (
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
 	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/target/managed"
 	"github.com/dbparity/dbparity/internal/workload"
 	_ "github.com/dbparity/dbparity/internal/workload/orderentry" // registers order-entry
 	_ "github.com/dbparity/dbparity/internal/workload/slob"       // registers slob
@@ -231,7 +232,9 @@ func targetFlags(name string) (*flag.FlagSet, *common) {
 	fs.Var(&c.targets, "target", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db); repeat it to load, check or run several targets (run drives them at once)")
 	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres or mariadb")
 	fs.StringVar(&t.PGBin, "pg-bin", "", "managed: directory of initdb, pg_ctl and postgres (default: found on PATH)")
-	fs.StringVar(&t.PGData, "pg-data", "", "managed: cluster directory, kept between commands (default dbparity-data/pg)")
+	fs.Var(major{&t.PGVersion}, "pg-version", "managed: the PostgreSQL major `version` to run (14 to 18): from --pg-bin, the local installation, --pg-dist or an archive in dbparity-data/pg-dist (default: the local binaries)")
+	fs.StringVar(&t.PGDist, "pg-dist", "", "managed, with --pg-version: an archive of that version's binaries to unpack once into dbparity-data/pg-dist (a .jar of "+managed.DistArtifact+", or its .txz)")
+	fs.StringVar(&t.PGData, "pg-data", "", "managed: cluster directory, kept between commands (default dbparity-data/pg, or dbparity-data/pgN with --pg-version N)")
 	fs.Var(&c.pgSet, "pg-set", "managed: server setting name=value (repeatable)")
 	fs.StringVar(&t.PGConf, "pg-conf", "", "managed: file of postgresql.conf lines")
 	fs.StringVar(&t.MyBin, "my-bin", "", "managed mariadb: directory of mariadbd and mariadb-install-db (default: found on PATH, /usr/sbin, /usr/bin)")
@@ -306,6 +309,9 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	}
 	c.opts.Target.PGSet = c.pgSet
 	c.opts.Target.MySet = c.mySet
+	if err := c.opts.Target.ManagedVersion(); err != nil {
+		return err
+	}
 	if len(c.targets) > 0 {
 		c.opts.Target.URL = c.targets[0]
 	}
@@ -471,6 +477,26 @@ func (p positive) Set(s string) error {
 // users or no repetitions is a mistake, not a default.
 type count struct{ n *int }
 
+// major is a PostgreSQL major version flag (--pg-version): one that
+// dbparity manages.
+type major struct{ n *int }
+
+func (m major) String() string {
+	if m.n == nil || *m.n == 0 {
+		return ""
+	}
+	return strconv.Itoa(*m.n)
+}
+
+func (m major) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || !slices.Contains(managed.SupportedMajors, n) {
+		return fmt.Errorf("choose a major version: %s", strings.Trim(fmt.Sprint(managed.SupportedMajors), "[]"))
+	}
+	*m.n = n
+	return nil
+}
+
 func (c count) String() string {
 	if c.n == nil {
 		return "0"
@@ -510,6 +536,7 @@ type sidesFlags struct {
 	aSet, bSet     multi
 	aMySet, bMySet multi
 	aCPUs, bCPUs   int
+	aVer, bVer     int // --a-pg-version, --b-pg-version
 	labelA, labelB string
 }
 
@@ -522,6 +549,8 @@ func (sf *sidesFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&sf.bMySet, "b-my-set", "managed mariadb: a server option name=value for side B only (repeatable)")
 	fs.Var(count{&sf.aCPUs}, "a-cpus", "managed: confine side A's server to `N` CPUs")
 	fs.Var(count{&sf.bCPUs}, "b-cpus", "managed: confine side B's server to `N` CPUs")
+	fs.Var(major{&sf.aVer}, "a-pg-version", "managed postgres: the major `version` of side A's server (each version has its own data directory, loaded when empty)")
+	fs.Var(major{&sf.bVer}, "b-pg-version", "managed postgres: the major `version` of side B's server")
 	fs.StringVar(&sf.labelA, "label-a", "a", "label of side A, the baseline")
 	fs.StringVar(&sf.labelB, "label-b", "b", "label of side B")
 }
@@ -529,7 +558,7 @@ func (sf *sidesFlags) bind(fs *flag.FlagSet) {
 // given tells whether any flag of a second side was given.
 func (sf *sidesFlags) given() bool {
 	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0 || len(sf.aMySet) > 0 || len(sf.bMySet) > 0 ||
-		sf.aCPUs > 0 || sf.bCPUs > 0
+		sf.aCPUs > 0 || sf.bCPUs > 0 || sf.aVer > 0 || sf.bVer > 0
 }
 
 // sides returns the targets of A and B from the common target.
@@ -545,6 +574,15 @@ func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) 
 	b.PGSet = append(append([]string(nil), b.PGSet...), sf.bSet...)
 	a.MySet = append(append([]string(nil), a.MySet...), sf.aMySet...)
 	b.MySet = append(append([]string(nil), b.MySet...), sf.bMySet...)
+	if sf.aVer > 0 {
+		a.PGVersion = sf.aVer
+	}
+	if sf.bVer > 0 {
+		b.PGVersion = sf.bVer
+	}
+	if (sf.aVer > 0 || sf.bVer > 0) && base.Managed != "postgres" {
+		return a, b, runner.UsageError{Err: errors.New("--a-pg-version and --b-pg-version choose managed servers' versions: give --managed postgres")}
+	}
 	if err := confine(&a, sf.aCPUs); err != nil {
 		return a, b, err
 	}
@@ -552,8 +590,8 @@ func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) 
 		return a, b, err
 	}
 	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") && strings.Join(sf.aMySet, ",") == strings.Join(sf.bMySet, ",") &&
-		slices.Equal(a.CPUs, b.CPUs) {
-		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set with --managed postgres (--a-my-set / --b-my-set with --managed mariadb)")}
+		slices.Equal(a.CPUs, b.CPUs) && a.PGVersion == b.PGVersion {
+		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set / --a-pg-version / --b-pg-version with --managed postgres (--a-my-set / --b-my-set with --managed mariadb)")}
 	}
 	return a, b, nil
 }

@@ -495,7 +495,16 @@ type Difference struct {
 	// Driver marks a fact of the driver's host, not of the platform
 	// under test (when the database ran on another host).
 	Driver bool `json:"driver_host,omitempty"`
+	// Default marks a setting's compiled-in default that differs between
+	// the servers' versions: nobody set it (Key is the setting's name).
+	Default bool `json:"default_changed,omitempty"`
 }
+
+// defaultsKey prefixes the flattened compiled-in defaults: diffed apart.
+const defaultsKey = "disclosure.database.defaults."
+
+// firstKeys open the list of what differs: the server's version.
+var firstKeys = []string{"target.server_version", "disclosure.database.version", "disclosure.database.version_num"}
 
 // volatile facts change between any two runs and say nothing of the platform.
 // The managed server's random port and socket directory, and the paths of
@@ -538,6 +547,28 @@ func DisclosureDiff(gs []Group) []Difference {
 		if Volatile(k) {
 			continue
 		}
+		if name, ok := strings.CutPrefix(k, defaultsKey); ok {
+			if name == "server_version" || name == "server_version_num" {
+				continue // the version itself, first in the list
+			}
+			// A default that changed between versions, where every
+			// version has the setting.
+			d := Difference{Key: name, Default: true}
+			differs, everywhere := false, true
+			for i := range gs {
+				v, ok := flat[i][k]
+				everywhere = everywhere && ok
+				if v = HumanSetting(v); v == "" {
+					v = "(empty)"
+				}
+				d.Values = append(d.Values, v)
+				differs = differs || v != flat[0][k]
+			}
+			if differs && everywhere {
+				out = append(out, d)
+			}
+			continue
+		}
 		d := Difference{Key: k}
 		differs := false
 		for i := range gs {
@@ -553,7 +584,18 @@ func DisclosureDiff(gs []Group) []Difference {
 			out = append(out, d)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	rank := func(d Difference) int {
+		if i := slices.Index(firstKeys, d.Key); i >= 0 && !d.Default {
+			return i
+		}
+		return len(firstKeys)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if ri, rj := rank(out[i]), rank(out[j]); ri != rj {
+			return ri < rj
+		}
+		return out[i].Key < out[j].Key
+	})
 	return out
 }
 

@@ -190,7 +190,7 @@ func (c *Comparison) sections() []Table {
 		}
 	}
 	ts = append(ts, c.histograms()...)
-	for _, f := range []func() *Table{c.os, c.driverHost, c.diff, c.driverDiff} {
+	for _, f := range []func() *Table{c.os, c.driverHost, c.diff, c.defaultsDiff, c.driverDiff} {
 		if t := f(); t != nil {
 			ts = append(ts, *t)
 		}
@@ -1068,14 +1068,29 @@ func (c *Comparison) diff() *Table {
 	}
 	platform := 0
 	for _, d := range c.Diff {
-		if !d.Driver {
+		if !d.Driver && !d.Default {
 			platform++
 		}
 	}
 	if platform == 0 {
 		t.Rows = append(t.Rows, append([]string{"nothing disclosed differs"}, make([]string, len(c.Groups))...))
 	}
-	diffRows(t, c.Diff, false)
+	diffRows(t, c.Diff, func(d compare.Difference) bool { return !d.Driver && !d.Default })
+	return t
+}
+
+// defaultsDiff lists the settings whose compiled-in defaults differ
+// between the servers' versions: differences nobody set, apart from
+// those someone did.
+func (c *Comparison) defaultsDiff() *Table {
+	t := &Table{Title: "settings whose defaults differ between the versions (nobody set them; a setting set by hand is listed above)", Columns: []string{"setting"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label)
+	}
+	diffRows(t, c.Diff, func(d compare.Difference) bool { return d.Default })
+	if len(t.Rows) == 0 {
+		return nil
+	}
 	return t
 }
 
@@ -1086,16 +1101,16 @@ func (c *Comparison) driverDiff() *Table {
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label)
 	}
-	diffRows(t, c.Diff, true)
+	diffRows(t, c.Diff, func(d compare.Difference) bool { return d.Driver })
 	if len(t.Rows) == 0 {
 		return nil
 	}
 	return t
 }
 
-func diffRows(t *Table, diffs []compare.Difference, driver bool) {
+func diffRows(t *Table, diffs []compare.Difference, keep func(compare.Difference) bool) {
 	for _, d := range diffs {
-		if d.Driver != driver {
+		if !keep(d) {
 			continue
 		}
 		row := []string{d.Key}

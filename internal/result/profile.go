@@ -90,7 +90,11 @@ type Database struct {
 	// can be cached entirely, and a run says little about storage.
 	DataToCache float64  `json:"data_to_cache"`
 	Extensions  []string `json:"extensions,omitempty"`
-	Unavailable []string `json:"unavailable,omitempty"` // statistics views this server lacks
+	// Defaults holds every setting's compiled-in default ("value unit",
+	// pg_settings.boot_val), so that two versions compared can tell a
+	// default that changed from a setting someone set.
+	Defaults    map[string]string `json:"defaults,omitempty"`
+	Unavailable []string          `json:"unavailable,omitempty"` // statistics views this server lacks
 }
 
 // DBInterval is one interval of the database's own counters, per second.

@@ -79,6 +79,13 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 		}
 		sides[1].load = true
 		fmt.Fprintf(o.Stderr, "%s runs on its own managed %s server, in %s (loaded there when empty)\n", o.LabelB, o.B.Managed, dir)
+	} else if o.A.Managed != "" && o.B.Managed != "" && o.A.dataDir() != o.B.dataDir() {
+		// Two managed servers of their own (two PostgreSQL versions, or
+		// two data directories): each is loaded when empty.
+		for k := range sides {
+			sides[k].load = true
+			fmt.Fprintf(o.Stderr, "%s runs on its own managed %s server, in %s (loaded there when empty)\n", sides[k].label, sides[k].t.Managed, sides[k].t.dataDir())
+		}
 	}
 	name := func(s abSide, round int) string {
 		return fmt.Sprintf("%s-%s-%d.json", o.Prefix, safeName(s.label), round)
@@ -116,6 +123,7 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 			s := sides[k]
 			ro := o.RunOptions
 			ro.Target, ro.Label, ro.Round, ro.Out, ro.Repeat = s.t, s.label, r, name(s, r), 1
+			ro.Load = ro.Load || s.load
 			if o.Reload {
 				t, err := openTarget(ctx, s.t)
 				if err != nil {

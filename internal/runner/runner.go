@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,12 +51,17 @@ const DefaultDataDir = "dbparity-data"
 
 // Target is where a command connects.
 type Target struct {
-	URL     string   // --target; "" with no Managed means the embedded default
-	Managed string   // --managed: "postgres", "mariadb" or ""
-	PGBin   string   // --pg-bin
-	PGData  string   // --pg-data
-	PGSet   []string // --pg-set name=value
-	PGConf  string   // --pg-conf
+	URL     string // --target; "" with no Managed means the embedded default
+	Managed string // --managed: "postgres", "mariadb" or ""
+	PGBin   string // --pg-bin
+	// PGVersion is --pg-version (or --managed postgres@N): the major
+	// version of the managed server; 0: the local binaries. PGDist is
+	// --pg-dist: an archive of that version's binaries.
+	PGVersion int
+	PGDist    string
+	PGData    string   // --pg-data
+	PGSet     []string // --pg-set name=value
+	PGConf    string   // --pg-conf
 	// PGPreset is --pg-preset: a named set of settings applied before
 	// --pg-conf and --pg-set (which override it).
 	PGPreset string
@@ -110,12 +116,40 @@ func labelNote(label string) string {
 	return fmt.Sprintf("label %s (a default from the target: --label names the platform)", label)
 }
 
-// dataDir is a managed server's data directory, as openTarget uses it.
+// dataDir is a managed server's data directory, as openTarget uses it:
+// one per major version chosen with --pg-version.
 func (t Target) dataDir() string {
 	if t.Managed == "mariadb" {
 		return cmp.Or(t.MyData, filepath.Join(DefaultDataDir, "mariadb"))
 	}
+	if t.PGVersion > 0 {
+		return cmp.Or(t.PGData, filepath.Join(DefaultDataDir, fmt.Sprintf("pg%d", t.PGVersion)))
+	}
 	return cmp.Or(t.PGData, filepath.Join(DefaultDataDir, "pg"))
+}
+
+// ManagedVersion reads --managed postgres@N as --managed postgres
+// --pg-version N.
+func (t *Target) ManagedVersion() error {
+	kind, version, ok := strings.Cut(t.Managed, "@")
+	if !ok || kind != "postgres" {
+		return nil
+	}
+	n, err := strconv.Atoi(version)
+	if err != nil || n <= 0 || (t.PGVersion > 0 && t.PGVersion != n) {
+		return usage("--managed %s: give a major version, postgres@17 (or --pg-version 17)", t.Managed)
+	}
+	t.PGVersion, t.Managed = n, "postgres"
+	return nil
+}
+
+// DistCache is where PostgreSQL distribution archives are looked for and
+// unpacked (--pg-version).
+var DistCache = filepath.Join(DefaultDataDir, "pg-dist")
+
+// binOptions choose a managed PostgreSQL's binaries.
+func (t Target) binOptions() managed.Options {
+	return managed.Options{BinDir: t.PGBin, Version: t.PGVersion, Dist: t.PGDist, DistCache: DistCache, Log: t.Progress}
 }
 
 // validateSettings refuses a managed server's setting that is not
@@ -132,7 +166,7 @@ func (t Target) validateSettings() error {
 		}
 	}
 	if t.Managed == "postgres" {
-		unknown, err := managed.UnknownSettings(t.PGBin, t.PGSet)
+		unknown, err := managed.UnknownSettings(context.Background(), t.binOptions(), t.PGSet)
 		if err != nil {
 			return err
 		}
@@ -188,8 +222,9 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		return nil, usage("--target and --managed both given: choose one")
 	case t.Managed == "" && len(t.CPUs) > 0:
 		return nil, usage("--cpus (or cpus=) confines a managed server's processes: it needs --managed postgres (on another server, confine it yourself: dbparity discloses its allowed CPUs and cgroup quota)")
-	case t.Managed != "postgres" && (len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != ""):
-		return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data and --pg-bin apply to --managed postgres only")
+	case t.Managed != "postgres" && !strings.HasPrefix(t.Managed, "postgres@") &&
+		(len(t.PGSet) > 0 || t.PGConf != "" || t.PGData != "" || t.PGBin != "" || t.PGPreset != "" || t.PGVersion > 0 || t.PGDist != ""):
+		return nil, usage("--pg-set, --pg-conf, --pg-preset, --pg-data, --pg-bin, --pg-version and --pg-dist apply to --managed postgres only")
 	case t.Managed != "mariadb" && (len(t.MySet) > 0 || t.MyConf != "" || t.MyData != "" || t.MyBin != "" || t.MyPreset != ""):
 		return nil, usage("--my-set, --my-conf, --my-preset, --my-data and --my-bin apply to --managed mariadb only")
 	case t.Managed == "":
@@ -208,7 +243,9 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		return nil, usage("--managed %q: postgres and mariadb can be managed", t.Managed)
 	}
 	if version != "" {
-		return nil, usage("--managed %s: choosing a PostgreSQL version is not supported yet; use --managed postgres (the local binaries, or --pg-bin DIR)", t.Managed)
+		if err := t.ManagedVersion(); err != nil {
+			return nil, err
+		}
 	}
 	for _, s := range t.PGSet {
 		if _, _, err := managed.ParseSetting(s); err != nil {
@@ -228,12 +265,9 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 		}
 		preset = p.Settings
 	}
-	data := t.PGData
-	if data == "" {
-		data = filepath.Join(DefaultDataDir, "pg")
-	}
-	inst, err := managed.Start(ctx, managed.Options{BinDir: t.PGBin, DataDir: data, Settings: t.PGSet,
-		ConfFile: t.PGConf, Preset: preset, Log: t.Progress})
+	mo := t.binOptions()
+	mo.DataDir, mo.Settings, mo.ConfFile, mo.Preset = t.dataDir(), t.PGSet, t.PGConf, preset
+	inst, err := managed.Start(ctx, mo)
 	if err != nil {
 		return nil, fmt.Errorf("managed postgres: %w", err)
 	}

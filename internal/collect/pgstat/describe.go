@@ -53,6 +53,29 @@ func Describe(ctx context.Context, c target.Conn, missing []string) (*result.Dat
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	d.Defaults = map[string]string{}
+	rows, err = c.Query(ctx, `SELECT name, coalesce(boot_val, ''), coalesce(unit, '') FROM pg_settings`)
+	if err != nil {
+		return nil, fmt.Errorf("read settings' defaults: %w", err)
+	}
+	for rows.Next() {
+		var name, value, unit string
+		if err := rows.Scan(&name, &value, &unit); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read settings' defaults: %w", err)
+		}
+		if secretSetting.MatchString(name) && value != "" {
+			value = "(redacted)"
+		}
+		if unit != "" {
+			value += " " + unit
+		}
+		d.Defaults[name] = value
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
 	rows, err = c.Query(ctx, "SELECT extname || ' ' || extversion FROM pg_extension ORDER BY 1")
 	if err != nil {
 		return nil, fmt.Errorf("read extensions: %w", err)

@@ -37,12 +37,18 @@ const (
 
 // Options say where and how to start a cluster.
 type Options struct {
-	BinDir   string    // initdb, pg_ctl, postgres; "" = initdb on PATH (symlinks resolved), else the newest /usr/lib/postgresql/*/bin
-	DataDir  string    // cluster directory; initdb runs when it holds no PG_VERSION; kept afterwards
-	Settings []string  // "name=value" (--pg-set), applied last
-	ConfFile string    // file of postgresql.conf lines (--pg-conf), applied before Settings
-	Preset   []string  // "name=value" of a named preset, applied first
-	Log      io.Writer // one-line progress messages; may be nil
+	BinDir string // initdb, pg_ctl, postgres; "" = initdb on PATH (symlinks resolved), else the newest /usr/lib/postgresql/*/bin
+	// Version, when set, is the major version to run (--pg-version): from
+	// BinDir, the local installation, Dist or an archive in DistCache
+	// (dist.go).
+	Version   int
+	Dist      string    // a distribution archive to unpack (--pg-dist)
+	DistCache string    // where archives are found and unpacked
+	DataDir   string    // cluster directory; initdb runs when it holds no PG_VERSION; kept afterwards
+	Settings  []string  // "name=value" (--pg-set), applied last
+	ConfFile  string    // file of postgresql.conf lines (--pg-conf), applied before Settings
+	Preset    []string  // "name=value" of a named preset, applied first
+	Log       io.Writer // one-line progress messages; may be nil
 	// Loopback also listens on 127.0.0.1 at Port, for clients that cannot
 	// use a unix socket (JDBC); trust authentication, as on the socket.
 	Loopback bool
@@ -247,10 +253,7 @@ func (i *Instance) Processes() []int { return i.serverProcesses() }
 // locate finds the binaries, their version and the OS user to run them as.
 func (i *Instance) locate(ctx context.Context, o Options) error {
 	var err error
-	if i.bin, err = findBin(o.BinDir); err != nil {
-		return err
-	}
-	if i.Version, err = serverVersion(ctx, i.bin); err != nil {
+	if i.bin, i.Version, err = binaries(ctx, o, i.logf); err != nil {
 		return err
 	}
 	return i.locateUser(o.DataDir, filepath.Join(i.bin, "postgres"))

@@ -1,6 +1,7 @@
 package managed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -274,11 +275,11 @@ func freePort(socketDir string) (int, error) {
 // (postgres --describe-config): a misspelled name is refused before any
 // server starts, not when one fails to. Names with a dot are an
 // extension's and left to it.
-func UnknownSettings(binDir string, settings []string) ([]string, error) {
+func UnknownSettings(ctx context.Context, o Options, settings []string) ([]string, error) {
 	if len(settings) == 0 {
 		return nil, nil
 	}
-	dir, err := findBin(binDir)
+	dir, _, err := Binaries(ctx, o)
 	if err != nil {
 		return nil, err
 	}
