@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,6 +97,40 @@ func TestPostgresVersions(t *testing.T) {
 		}
 		if r.Waits == nil || r.Waits.Samples == 0 || r.IOProfile == nil || len(r.IOProfile.Lines) == 0 {
 			t.Errorf("%d: waits %+v, io profile %+v", major, r.Waits, r.IOProfile)
+		}
+		// The server's own count of transactions against the driver's:
+		// the collectors read the right view of each version.
+		// Before 15 a backend's counters reach the views up to 0.5 s late
+		// (the statistics collector): each edge of the window may miss
+		// that much, which the profile's note says.
+		s := r.Summarize()
+		margin := 0.05*float64(s.Commits+s.Rollbacks) + 20
+		if major < 15 {
+			margin += s.TPS // 0.5 s at each edge
+			if !strings.Contains(r.LoadProfile.Note, "0.5 s late") {
+				t.Errorf("%d: the load profile does not say its counters lag: %q", major, r.LoadProfile.Note)
+			}
+		}
+		if l := r.LoadProfile.Line("Transactions"); l == nil || l.Total == nil ||
+			math.Abs(*l.Total-float64(s.Commits+s.Rollbacks)) > margin {
+			got := "none"
+			if l != nil && l.Total != nil {
+				got = fmt.Sprintf("%.0f (%s)", *l.Total, l.Source)
+			}
+			t.Errorf("%d: the server counted %s transactions, the driver %d", major, got, s.Commits+s.Rollbacks)
+		}
+		// IO by backend: pg_stat_io's rows on 16+ (the client backends'
+		// writes or extends among them), what pg_stat_bgwriter says before.
+		wantIO := "pg_stat_database.blks_read"
+		if major >= 16 {
+			wantIO = "pg_stat_io"
+		}
+		clients := false
+		for _, b := range r.IOByBackend {
+			clients = clients || (b.Backend == "client backend" && strings.HasPrefix(b.Source, wantIO))
+		}
+		if !clients {
+			t.Errorf("%d: io by backend %+v: no client backend row from %s", major, r.IOByBackend, wantIO)
 		}
 		t.Logf("PostgreSQL %s: %.0f tps, checkpoints from %s, physical reads from %s", r.Target.ServerVersion, r.Summarize().TPS,
 			source("Checkpoints"), source("Physical reads"))

@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -586,7 +587,71 @@ func (c *Comparison) profiles() []Table {
 			c.row(&t, l.Name+" ("+l.Unit+")", vals)
 		}
 	}
-	return append(ts, t)
+	ts = append(ts, t)
+	if b := c.ioByBackend(); b != nil {
+		ts = append(ts, *b)
+	}
+	return ts
+}
+
+// ioByBackend puts the engine's IO by backend type and context side by
+// side: pg_stat_io's rows on 16+, what pg_stat_bgwriter says before (the
+// rows a group's server does not count are n/a).
+func (c *Comparison) ioByBackend() *Table {
+	type key struct{ backend, context string }
+	var keys []key
+	seen := map[key]bool{}
+	c.each(func(r *result.Run) bool {
+		for _, b := range r.IOByBackend {
+			if k := (key{b.Backend, b.Context}); !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		return false
+	})
+	if len(keys) == 0 {
+		return nil
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].backend != keys[j].backend {
+			return keys[i].backend < keys[j].backend
+		}
+		return keys[i].context < keys[j].context
+	})
+	t := c.header("io by backend per second (pg_stat_io on 16+; before, pg_stat_bgwriter's writes and the database's reads)")
+	for _, k := range keys {
+		name := k.backend
+		if k.context != "" {
+			name += " (" + k.context + ")"
+		}
+		for _, m := range []struct {
+			label string
+			get   func(b result.IOBackend) *float64
+		}{
+			{"reads", func(b result.IOBackend) *float64 { return b.Reads }},
+			{"writes", func(b result.IOBackend) *float64 { return b.Writes }},
+			{"extends", func(b result.IOBackend) *float64 { return b.Extends }},
+			{"fsyncs", func(b result.IOBackend) *float64 { return b.Fsyncs }},
+			{"read ms", func(b result.IOBackend) *float64 { return b.ReadMs }},
+			{"write ms", func(b result.IOBackend) *float64 { return b.WriteMs }},
+		} {
+			vals := c.medians(func(r *result.Run) float64 {
+				for _, b := range r.IOByBackend {
+					if b.Backend == k.backend && b.Context == k.context {
+						if v := m.get(b); v != nil {
+							return *v
+						}
+					}
+				}
+				return math.NaN()
+			})
+			if !empty(vals) {
+				c.row(&t, name+" "+m.label, vals)
+			}
+		}
+	}
+	return &t
 }
 
 // overHosts is the scale-out studies' table, when a group drove several

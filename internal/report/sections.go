@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -51,6 +52,9 @@ func profileText(w io.Writer, title string, p *result.Profile, perTx bool) error
 		fmt.Fprintf(w, ", %.0f transactions", p.Transactions)
 	}
 	fmt.Fprintln(w, ")")
+	if p.Note != "" {
+		fmt.Fprintf(w, "    note: %s\n", p.Note)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if perTx {
 		fmt.Fprintf(tw, "    \tunit\tper second\tper transaction\tsource\n")
@@ -67,6 +71,24 @@ func profileText(w io.Writer, title string, p *result.Profile, perTx bool) error
 			pt = num(l.PerTx)
 		}
 		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", l.Name, l.Unit, num(l.PerSecond), pt, src)
+	}
+	return tw.Flush()
+}
+
+// ioBackendText is the engine's IO by backend type and context.
+func ioBackendText(w io.Writer, rows []result.IOBackend) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n  io by backend (per second; %s)\n", rows[0].Source)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "    backend\tcontext\treads\tread ms\twrites\twrite ms\textends\textend ms\tfsyncs\tfsync ms\n")
+	for _, b := range rows {
+		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Backend, cmp.Or(b.Context, "-"), num(b.Reads), num(b.ReadMs),
+			num(b.Writes), num(b.WriteMs), num(b.Extends), num(b.ExtendMs), num(b.Fsyncs), num(b.FsyncMs))
+	}
+	if rows[0].Source != "pg_stat_io" {
+		fmt.Fprintf(tw, "    (before PostgreSQL 16 the server counts no more than this: pg_stat_io by backend and context, with extends and times, is 16+)\n")
 	}
 	return tw.Flush()
 }

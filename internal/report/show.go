@@ -140,6 +140,7 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	for _, f := range []func() error{
 		func() error { return profileText(w, "load profile", r.LoadProfile, true) },
 		func() error { return profileText(w, "io profile", r.IOProfile, false) },
+		func() error { return ioBackendText(w, r.IOByBackend) },
 		func() error { return ioText(w, r) },
 		func() error { return replayText(w, r, o) },
 		func() error { return waitsText(w, r.Waits) },

@@ -10,7 +10,8 @@ type Profile struct {
 	Transactions float64       `json:"transactions"` // the per-transaction divisor: the database's commits + rollbacks
 	Lines        []ProfileLine `json:"lines"`
 	// Note says when the profile covers less than the measured window (the
-	// server restarted or did not answer for part of it).
+	// server restarted or did not answer for part of it), or when the
+	// server's counters lag (PostgreSQL before 15).
 	Note string `json:"note,omitempty"`
 }
 
@@ -111,4 +112,21 @@ type DBInterval struct {
 	WALBytes    *float64 `json:"wal_bytes_per_s,omitempty"`
 	WALFile     *float64 `json:"wal_file_bytes,omitempty"` // SQLite: size of the WAL file at the end of the interval
 	ActiveTime  *float64 `json:"db_time_per_s,omitempty"`  // seconds of DB time per second: average active sessions
+}
+
+// IOBackend is one backend type's IO in one context over the window, per
+// second; a figure the server does not keep is absent. Times need
+// track_io_timing.
+type IOBackend struct {
+	Backend  string   `json:"backend"`           // client backend, checkpointer, background writer, autovacuum worker, ...
+	Context  string   `json:"context,omitempty"` // normal, vacuum, bulkread, bulkwrite (16+)
+	Reads    *float64 `json:"reads,omitempty"`
+	ReadMs   *float64 `json:"read_ms,omitempty"`
+	Writes   *float64 `json:"writes,omitempty"`
+	WriteMs  *float64 `json:"write_ms,omitempty"`
+	Extends  *float64 `json:"extends,omitempty"`
+	ExtendMs *float64 `json:"extend_ms,omitempty"`
+	Fsyncs   *float64 `json:"fsyncs,omitempty"`
+	FsyncMs  *float64 `json:"fsync_ms,omitempty"`
+	Source   string   `json:"source"`
 }

@@ -82,6 +82,9 @@ type Run struct {
 	Warnings    []string    `json:"warnings,omitempty"` // preflight: what may have disturbed the run
 	LoadProfile *Profile    `json:"load_profile,omitempty"`
 	IOProfile   *Profile    `json:"io_profile,omitempty"`
+	// IOByBackend is the engine's IO by backend type and context, per
+	// second (PostgreSQL: pg_stat_io on 16+, pg_stat_bgwriter before).
+	IOByBackend []IOBackend `json:"io_by_backend,omitempty"`
 	Waits       *Waits      `json:"waits,omitempty"`
 	// TimedWaits are the server's own timed waits of the window (MySQL's
 	// performance_schema), next to the sampled Waits.

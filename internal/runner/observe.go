@@ -807,9 +807,18 @@ func (ob *observer) finish(r *result.Run) error {
 		} else {
 			src := "postgres " + ob.database.Version
 			lp, io = pgstat.LoadProfile(src, d, covered), pgstat.IOProfile(src, d, covered, float64(ob.database.BlockSize))
+			r.IOByBackend = pgstat.IOByBackend(d, covered)
 		}
 		if covered < secs {
 			lp.Note = fmt.Sprintf("covers %.1f s of the %.1f s window", covered, secs)
+			io.Note = lp.Note
+		}
+		if ob.t.Dialect != target.MySQL && ob.database.VersionNum > 0 && ob.database.VersionNum < 150000 && covered < 60 {
+			// Before 15 the statistics collector publishes a backend's
+			// counters up to 500 ms after the fact (PGSTAT_STAT_INTERVAL).
+			lag := fmt.Sprintf("PostgreSQL %s publishes its counters up to 0.5 s late (the statistics collector): over %.0f s, up to %.0f%% off",
+				ob.database.Version, covered, 100/covered)
+			lp.Note = strings.TrimPrefix(lp.Note+"; "+lag, "; ")
 			io.Note = lp.Note
 		}
 		r.LoadProfile, r.IOProfile = &lp, &io

@@ -1,6 +1,9 @@
 package pgstat
 
 import (
+	"sort"
+	"strings"
+
 	"github.com/dbparity/dbparity/internal/collect/counters"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -131,4 +134,80 @@ func IOProfile(source string, d map[string]float64, seconds, blockSize float64) 
 		{"Write I/O time", "ms", []counters.Alt{a("needs track_io_timing = on", 1, "pg_stat_database.blk_write_time")}, false},
 	}
 	return counters.Build(source, lines(defs), d, seconds, 0)
+}
+
+// IOByBackend gives the engine's IO by backend type and context, per
+// second of a window of the given length: from pg_stat_io on 16+, else
+// what pg_stat_bgwriter and pg_stat_database say (writes of the
+// checkpointer, the background writer and the client backends, the
+// backends' fsyncs, the database's block reads). Rows without IO are left
+// out.
+func IOByBackend(d map[string]float64, seconds float64) []result.IOBackend {
+	if seconds <= 0 {
+		return nil
+	}
+	per := func(v float64) *float64 { v /= seconds; return &v }
+	var out []result.IOBackend
+	groups := map[string]bool{}
+	for k := range d {
+		if rest, ok := strings.CutPrefix(k, "pg_stat_io["); ok {
+			if g, _, ok := strings.Cut(rest, "]."); ok {
+				groups[g] = true
+			}
+		}
+	}
+	for g := range groups {
+		v := func(col string) *float64 {
+			x, ok := d[ioKey(g, col)]
+			if !ok {
+				return nil
+			}
+			return per(x)
+		}
+		backend, ctx, _ := strings.Cut(g, "/")
+		b := result.IOBackend{Backend: backend, Context: ctx, Reads: v("reads"), ReadMs: v("read_time"), Writes: v("writes"),
+			WriteMs: v("write_time"), Extends: v("extends"), ExtendMs: v("extend_time"), Fsyncs: v("fsyncs"), FsyncMs: v("fsync_time"),
+			Source: "pg_stat_io"}
+		if busy(b.Reads) || busy(b.Writes) || busy(b.Extends) || busy(b.Fsyncs) {
+			out = append(out, b)
+		}
+	}
+	if len(groups) == 0 {
+		get := func(k string) *float64 {
+			x, ok := d[k]
+			if !ok {
+				return nil
+			}
+			return per(x)
+		}
+		for _, b := range []result.IOBackend{
+			{Backend: "client backend", Reads: get("pg_stat_database.blks_read"), Writes: get("pg_stat_bgwriter.buffers_backend"),
+				Fsyncs: get("pg_stat_bgwriter.buffers_backend_fsync"), Source: "pg_stat_database.blks_read (this database), pg_stat_bgwriter.buffers_backend, buffers_backend_fsync"},
+			{Backend: "checkpointer", Writes: first(get("pg_stat_checkpointer.buffers_written"), get("pg_stat_bgwriter.buffers_checkpoint")),
+				Source: "pg_stat_bgwriter.buffers_checkpoint (pg_stat_checkpointer.buffers_written on 17+)"},
+			{Backend: "background writer", Writes: get("pg_stat_bgwriter.buffers_clean"), Source: "pg_stat_bgwriter.buffers_clean"},
+		} {
+			if busy(b.Reads) || busy(b.Writes) || busy(b.Fsyncs) {
+				out = append(out, b)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Backend != out[j].Backend {
+			return out[i].Backend < out[j].Backend
+		}
+		return out[i].Context < out[j].Context
+	})
+	return out
+}
+
+func busy(v *float64) bool { return v != nil && *v > 0 }
+
+func first(v ...*float64) *float64 {
+	for _, x := range v {
+		if x != nil {
+			return x
+		}
+	}
+	return nil
 }

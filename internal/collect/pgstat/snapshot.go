@@ -10,7 +10,9 @@ package pgstat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +86,9 @@ type Reader struct {
 	keys    []string
 	Version int // server_version_num
 	reads   int64
+	// byBackend: the query's last column is pg_stat_io by backend type
+	// and context, as JSON.
+	byBackend bool
 	// Missing lists the views this server does not have (or, for
 	// pg_stat_statements, that are not installed in this database).
 	Missing []string
@@ -133,10 +138,32 @@ func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
 		}
 		parts = append(parts, fmt.Sprintf("(%s) s%d", q, len(parts)))
 	}
+	// pg_stat_io by backend type and context (16+), as one JSON column
+	// read into keys of their own (ioKey).
+	if !slices.Contains(r.Missing, "pg_stat_io") {
+		var arr []string
+		for _, col := range ioColumns {
+			arr = append(arr, "coalesce(sum("+col+"), 0)")
+		}
+		q := "SELECT coalesce(json_object_agg(k, v), '{}')::text FROM (SELECT backend_type || '/' || context AS k, json_build_array(" +
+			strings.Join(arr, ", ") + ") AS v FROM pg_stat_io GROUP BY 1) x"
+		if try(ctx, c, q) == nil {
+			parts = append(parts, fmt.Sprintf("(%s) s%d", q, len(parts)))
+			r.byBackend = true
+		}
+	}
 	// One round trip per snapshot: every view in one row.
 	r.query = "SELECT * FROM " + strings.Join(parts, " CROSS JOIN ")
 	return r, nil
 }
+
+// ioColumns are the pg_stat_io columns kept by backend type and context
+// (the times need track_io_timing).
+var ioColumns = []string{"reads", "read_time", "writes", "write_time", "extends", "extend_time", "fsyncs", "fsync_time"}
+
+// ioKey is the counter key of a pg_stat_io column for one backend type
+// and context: "pg_stat_io[client backend/normal].reads".
+func ioKey(group, col string) string { return "pg_stat_io[" + group + "]." + col }
 
 // try runs q and reports whether it failed.
 func try(ctx context.Context, c target.Conn, q string) error {
@@ -179,9 +206,13 @@ func (r *Reader) Has(key string) bool {
 // Read takes one snapshot.
 func (r *Reader) Read(ctx context.Context) (*Snapshot, error) {
 	vals := make([]float64, len(r.keys))
-	dest := make([]any, len(vals))
+	dest := make([]any, len(vals), len(vals)+1)
 	for i := range vals {
 		dest[i] = &vals[i]
+	}
+	var io string
+	if r.byBackend {
+		dest = append(dest, &io)
 	}
 	r.reads++
 	s := &Snapshot{At: time.Now(), Counters: make(map[string]float64, len(vals))}
@@ -190,6 +221,19 @@ func (r *Reader) Read(ctx context.Context) (*Snapshot, error) {
 	}
 	for i, k := range r.keys {
 		s.Counters[k] = vals[i]
+	}
+	if r.byBackend {
+		var groups map[string][]float64
+		if err := json.Unmarshal([]byte(io), &groups); err != nil {
+			return nil, fmt.Errorf("read pg_stat_io by backend: %w", err)
+		}
+		for g, v := range groups {
+			for i, col := range ioColumns {
+				if i < len(v) {
+					s.Counters[ioKey(g, col)] = v[i]
+				}
+			}
+		}
 	}
 	return s, nil
 }
