@@ -428,6 +428,7 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "warm-up before the measured window, not measured")
 	fs.BoolVar(&o.Force, "force", false, "replace result files that exist")
 	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live OpenMetrics at http://`HOST:PORT`/metrics while the command runs (for Prometheus; deploy/grafana has a dashboard)")
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
 	o.Collect.Interval, o.Collect.WaitInterval = time.Second, 100*time.Millisecond

@@ -73,6 +73,8 @@ func cmdK8s(_ context.Context, args []string) error {
 	fs.DurationVar(&o.MergeWait, "merge-wait", time.Hour, "how long the merge step waits for the parts' results")
 	fs.DurationVar(&o.Hold, "hold", time.Hour, "how long the merge step stays up afterwards so that kubectl cp can copy the results")
 	fs.StringVar(&o.Secret, "secret", "", "a Secret whose key password the parts read as PGPASSWORD and MYSQL_PWD (the manifest holds no credential)")
+	metrics := fs.Bool("metrics", false, "each part serves live metrics (--metrics-addr on --metrics-port) and a PodMonitor scrapes them")
+	fs.IntVar(&o.MetricsPort, "metrics-port", 9464, "with --metrics: the parts' metrics port")
 	usageLine := "dbparity k8s --parts N --image IMAGE --claim PVC [--name NAME] -- RUN FLAGS (the target, workload, --users, --duration, --label ...)"
 	var runArgs []string
 	for i, a := range args {
@@ -81,9 +83,12 @@ func cmdK8s(_ context.Context, args []string) error {
 			break
 		}
 	}
-	files, err := parseOwn(fs, args, usageLine, "name", "namespace", "image", "parts", "claim", "run-id", "merge-wait", "hold", "secret")
+	files, err := parseOwn(fs, args, usageLine, "name", "namespace", "image", "parts", "claim", "run-id", "merge-wait", "hold", "secret", "metrics-port")
 	if err != nil {
 		return err
+	}
+	if !*metrics {
+		o.MetricsPort = 0
 	}
 	if len(files) > 0 {
 		return runner.UsageError{Err: fmt.Errorf("%q: run's flags go after -- (usage: %s)", files[0], usageLine)}

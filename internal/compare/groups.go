@@ -556,13 +556,14 @@ func DisclosureDiff(gs []Group) []Difference {
 			d := Difference{Key: name, Default: true}
 			differs, everywhere := false, true
 			for i := range gs {
-				v, ok := flat[i][k]
+				raw, ok := flat[i][k]
 				everywhere = everywhere && ok
-				if v = HumanSetting(v); v == "" {
+				differs = differs || raw != flat[0][k]
+				v := HumanSetting(raw)
+				if v == "" {
 					v = "(empty)"
 				}
 				d.Values = append(d.Values, v)
-				differs = differs || v != flat[0][k]
 			}
 			if differs && everywhere {
 				out = append(out, d)

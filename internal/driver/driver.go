@@ -51,6 +51,9 @@ type Config struct {
 	Tick time.Duration
 	// Progress, if set, is called once per tick from the monitor goroutine.
 	Progress func(Status)
+	// Observer, if set, is told of each transaction as it ends and of
+	// each reconnect, from the sessions' goroutines (live metrics).
+	Observer Observer
 	// OnInterval, if set, receives every interval of the series as soon as
 	// it is closed, from the monitor goroutine. An error ends the run,
 	// aborted, with the error as its reason: a run whose journal cannot be
@@ -159,7 +162,26 @@ type Status struct {
 	Commits  int64 // all phases
 	Errors   int64 // all phases
 	Sessions int
+	Outage   bool          // the server does not serve the sessions now
+	RateLag  time.Duration // an open loop's sessions behind its schedule
 }
+
+// Observer receives each transaction as it ends; its methods must be
+// cheap and safe for concurrent use.
+type Observer interface {
+	// Transaction: typ is the type's name, outcome one of OutcomeCommitted,
+	// OutcomeRolledBack, OutcomeFailed; class the error class of a
+	// failure; latency as the result records it.
+	Transaction(typ, outcome, class string, retries int, latency time.Duration)
+	Reconnect()
+}
+
+// Outcomes an Observer is told.
+const (
+	OutcomeCommitted  = "committed"
+	OutcomeRolledBack = "rolled_back"
+	OutcomeFailed     = "failed"
+)
 
 // PhaseStats are the counts of one phase.
 type PhaseStats struct {
@@ -537,9 +559,13 @@ loop:
 			iv := m.tick(now, false)
 			m.judge(now)
 			if cfg.Progress != nil {
-				cfg.Progress(Status{Elapsed: now.Sub(res.Start), Phase: PhaseNames[r.phase.Load()],
+				st := Status{Elapsed: now.Sub(res.Start), Phase: PhaseNames[r.phase.Load()],
 					TPS: iv.TPS(), P95: time.Duration(iv.P95Micros) * time.Microsecond,
-					Commits: m.commits, Errors: m.errors, Sessions: iv.ActiveSess})
+					Commits: m.commits, Errors: m.errors, Sessions: iv.ActiveSess, Outage: r.out.open.Load()}
+				if r.sched != nil {
+					st.RateLag = r.sched.lag(now)
+				}
+				cfg.Progress(st)
 			}
 		}
 	}
@@ -1014,6 +1040,9 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 				s.conn = c
 				s.mu.Unlock()
 				r.out.count(0, 1)
+				if r.cfg.Observer != nil {
+					r.cfg.Observer.Reconnect()
+				}
 			}
 			out, err = w.Run(ctx, c)
 			if err == nil {
@@ -1103,6 +1132,16 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			}
 		}
 		s.mu.Unlock()
+		if o := r.cfg.Observer; o != nil {
+			switch {
+			case err != nil:
+				o.Transaction(r.cfg.TxTypes[typ], OutcomeFailed, cls.Name, retries, lat)
+			case out.Rollback:
+				o.Transaction(r.cfg.TxTypes[typ], OutcomeRolledBack, "", retries, lat)
+			default:
+				o.Transaction(r.cfg.TxTypes[typ], OutcomeCommitted, "", retries, lat)
+			}
+		}
 		if gate != nil {
 			gate.leave(err == nil && !out.Rollback)
 		}

@@ -33,6 +33,10 @@ type Options struct {
 	// Secret names a Kubernetes Secret whose key "password" the parts
 	// read as PGPASSWORD and MYSQL_PWD: the manifest holds no credential.
 	Secret string
+	// MetricsPort, when above 0, has each part serve live metrics on that
+	// port (--metrics-addr), names it "metrics" in the pods, and adds a
+	// PodMonitor (Prometheus Operator) that scrapes it every 5 s.
+	MetricsPort int
 }
 
 // Mount is where the results volume is mounted in the pods.
@@ -61,11 +65,16 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--run-id is empty")
 	case o.Secret != "" && !dnsSubdomain.MatchString(o.Secret):
 		return fmt.Errorf("--secret %q: name a Secret (lower-case letters, digits, '-' and '.')", o.Secret)
+	case o.MetricsPort < 0 || o.MetricsPort > 65535:
+		return fmt.Errorf("--metrics-port %d: a port from 1 to 65535", o.MetricsPort)
 	}
 	for _, a := range o.RunArgs {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if strings.HasPrefix(a, "-") && (name == "part" || name == "out" || name == "run-id" || name == "start-at" || name == "repeat") {
 			return fmt.Errorf("%s: the Job sets --part, --out and --run-id itself (and runs each part once): leave it out", a)
+		}
+		if strings.HasPrefix(a, "-") && name == "metrics-addr" {
+			return fmt.Errorf("%s: give dbparity k8s --metrics instead: the parts then serve it and a PodMonitor scrapes them", a)
 		}
 	}
 	return nil
@@ -85,16 +94,38 @@ func Manifest(o Options) ([]byte, error) {
 	dir := Mount + "/" + o.Name
 	args := append([]string{"run", "--part", fmt.Sprintf("$(JOB_COMPLETION_INDEX)/%d", o.Parts), "--run-id", o.RunID,
 		"--out", dir + "/part-$(JOB_COMPLETION_INDEX).json"}, o.RunArgs...)
+	ports, monitor := "", ""
+	if o.MetricsPort > 0 {
+		// In the pod, on every interface: the Prometheus the PodMonitor
+		// configures scrapes it from outside.
+		args = append(args, "--metrics-addr", fmt.Sprintf("0.0.0.0:%d", o.MetricsPort))
+		ports = fmt.Sprintf("\n        ports:\n        - name: metrics\n          containerPort: %d", o.MetricsPort)
+		monitor = fmt.Sprintf(`---
+# Live metrics of every part (Prometheus Operator); the series carry
+# run_id and part: sum over part for the run, as the dashboard in
+# deploy/grafana does.
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  name: %[1]s%[2]s
+  labels:
+    app.kubernetes.io/name: dbparity
+spec:
+  selector:
+    matchLabels:
+      dbparity/job: %[1]s
+  podMetricsEndpoints:
+  - port: metrics
+    path: /metrics
+    interval: 5s
+`, o.Name, ns(o.Namespace))
+	}
 	var files []string
 	for i := range o.Parts {
 		files = append(files, fmt.Sprintf("%s/part-%d.json", dir, i))
 	}
 	merge := fmt.Sprintf("dbparity merge --wait %s --out %s/run.json %s && sleep %d", o.MergeWait, dir,
 		strings.Join(files, " "), int(o.Hold.Seconds()))
-	ns := ""
-	if o.Namespace != "" {
-		ns = "\n  namespace: " + o.Namespace
-	}
 	nsFlag := ""
 	if o.Namespace != "" {
 		nsFlag = " -n " + o.Namespace
@@ -147,7 +178,7 @@ spec:
         - name: JOB_COMPLETION_INDEX
           valueFrom:
             fieldRef:
-              fieldPath: metadata.annotations['batch.kubernetes.io/job-completion-index']%[13]s
+              fieldPath: metadata.annotations['batch.kubernetes.io/job-completion-index']%[13]s%[14]s
         volumeMounts:
         - name: results
           mountPath: %[11]s
@@ -184,9 +215,18 @@ spec:
       - name: results
         persistentVolumeClaim:
           claimName: %[8]s
-`, o.RunID, o.Parts, o.Name, dir, ns, quote(o.Image), flow(args), o.Claim, nsFlag, fmt.Sprintf("%ds", int(o.MergeWait.Seconds())),
-		Mount, flow([]string{merge}), secretEnv(o.Secret))
+`, o.RunID, o.Parts, o.Name, dir, ns(o.Namespace), quote(o.Image), flow(args), o.Claim, nsFlag, fmt.Sprintf("%ds", int(o.MergeWait.Seconds())),
+		Mount, flow([]string{merge}), secretEnv(o.Secret), ports)
+	b.WriteString(monitor)
 	return []byte(b.String()), nil
+}
+
+// ns is a manifest's namespace line, or nothing.
+func ns(namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return "\n  namespace: " + namespace
 }
 
 // secretEnv is the parts' environment from the Secret: the password of

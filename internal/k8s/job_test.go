@@ -115,3 +115,62 @@ func TestManifestRefuses(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// With metrics, each part serves them on the named port and a PodMonitor
+// selects the parts' pods and scrapes that port.
+func TestManifestMetrics(t *testing.T) {
+	o := Options{Name: "oe", Image: "img", Parts: 2, Claim: "results", RunID: "oe-1", RunArgs: []string{"--users", "8"}, MetricsPort: 9464}
+	m, err := Manifest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(m), "\n---\n")
+	if len(parts) != 3 {
+		t.Fatalf("%d documents, want the two Jobs and a PodMonitor", len(parts))
+	}
+	ds := docs(t, []byte(strings.Join(parts[:2], "\n---\n")))
+	var job batchv1.Job
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(ds[0].Object, &job, true); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if !strings.Contains(strings.Join(c.Args, " "), "--metrics-addr 0.0.0.0:9464") || len(c.Ports) != 1 || c.Ports[0].Name != "metrics" ||
+		c.Ports[0].ContainerPort != 9464 {
+		t.Errorf("part args %q, ports %+v", c.Args, c.Ports)
+	}
+	var pm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Selector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"selector"`
+			PodMetricsEndpoints []struct {
+				Port     string `json:"port"`
+				Path     string `json:"path"`
+				Interval string `json:"interval"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(parts[2]), &pm); err != nil {
+		t.Fatalf("PodMonitor: %v\n%s", err, parts[2])
+	}
+	sel := pm.Spec.Selector.MatchLabels
+	if pm.APIVersion != "monitoring.coreos.com/v1" || pm.Kind != "PodMonitor" || len(sel) == 0 || len(pm.Spec.PodMetricsEndpoints) != 1 ||
+		pm.Spec.PodMetricsEndpoints[0].Port != "metrics" || pm.Spec.PodMetricsEndpoints[0].Path != "/metrics" {
+		t.Errorf("PodMonitor %+v", pm)
+	}
+	for k, v := range sel {
+		if job.Spec.Template.Labels[k] != v {
+			t.Errorf("the PodMonitor selects %s=%s, which the parts' pods do not carry (%v)", k, v, job.Spec.Template.Labels)
+		}
+	}
+	o.RunArgs = append(o.RunArgs, "--metrics-addr", "0.0.0.0:1")
+	if _, err := Manifest(o); err == nil || !strings.Contains(err.Error(), "--metrics") {
+		t.Errorf("--metrics-addr in the parts' flags: %v", err)
+	}
+}

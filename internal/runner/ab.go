@@ -43,6 +43,15 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 	if o.Rounds < 1 || o.Rounds > 1000 {
 		return nil, usage("--rounds %d: must be between 1 and 1000", o.Rounds)
 	}
+	if o.Live == nil && o.MetricsAddr != "" {
+		// One endpoint for every round: each side's series under its label.
+		srv, err := startLive(o.MetricsAddr, "ab", o.Workload.Meta().Name, nil, o.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		o.Live = srv
+	}
 	if o.LabelA == "" {
 		o.LabelA = "a"
 	}

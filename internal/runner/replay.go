@@ -15,6 +15,7 @@ import (
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/live"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/snapshot"
@@ -52,6 +53,9 @@ type ReplayOptions struct {
 	Force    bool
 	Collect  CollectOptions
 	Command  []string
+	// MetricsAddr serves live metrics at /metrics there while the replay
+	// runs (--metrics-addr).
+	MetricsAddr string
 }
 
 // ReplayVersion changes when the replay's timing or accounting changes:
@@ -188,9 +192,30 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	done = false
 	ro.Started = func(at time.Time) { ob.phase(driver.Measure, at) }
 	ro.Stopped = func(at time.Time) { ob.phase(driver.Drain, at) }
-	ro.Progress = func(s replay.Progress) { p.show(replayStatus(o.Label, s)) }
+	var lr *live.Run
+	if o.MetricsAddr != "" {
+		srv, err := startLive(o.MetricsAddr, o.Label, "replay", nil, o.Stderr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		lr = srv.Run(live.Labels{Label: o.Label})
+	}
+	ro.Progress = func(s replay.Progress) {
+		p.show(replayStatus(o.Label, s))
+		lr.ReplayProgress(s.Issued, s.Errors, s.Lag)
+		lr.Tick(live.State{Phase: "measure", Sessions: s.ActiveSessions})
+	}
 	ro.OnInterval = func(iv metrics.Interval) { journal.Append(result.JournalEntry{Interval: &iv}) }
 	res, runErr := replay.Run(ctx, ro)
+	if res != nil && lr != nil {
+		for _, oc := range res.Outcomes {
+			if oc.Kind != "expected error" {
+				lr.Divergent(oc.Kind, oc.Count)
+			}
+		}
+		lr.Tick(live.State{Phase: "drain"})
+	}
 	p.clear()
 	if res == nil {
 		done = true // nothing ran

@@ -17,6 +17,7 @@ import (
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/live"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/target"
@@ -75,6 +76,11 @@ type RunOptions struct {
 	partIDs []int
 	// labelDefault: Label is DefaultLabel's, said when the run starts.
 	labelDefault bool
+	// MetricsAddr, when set, serves live metrics at /metrics there for
+	// as long as the command lives (--metrics-addr); Live is that server
+	// when a command that runs several runs (ab, sweep) started it.
+	MetricsAddr string
+	Live        *live.Server
 }
 
 // Faults are the limits that end a run that cannot be trusted.
@@ -198,6 +204,14 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err := result.CheckWritable(out, o.Force); err != nil {
 			return UsageError{err}
 		}
+	}
+	if o.Live == nil && o.MetricsAddr != "" {
+		srv, err := startLive(o.MetricsAddr, o.Label, o.Workload.Meta().Name, o.Part, o.Stderr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		o.Live = srv
 	}
 	if o.Part != nil {
 		if len(o.Targets) > 1 || o.Repeat > 1 {
@@ -419,6 +433,19 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		users, global = len(o.partIDs), func(id int) int { return o.partIDs[id] }
 		rate = o.Rate * float64(users) / float64(o.Users)
 	}
+	progress := h.progress
+	var observer driver.Observer
+	lr := o.Live.Run(live.Labels{Label: o.Label, Workload: o.Workload.Meta().Name})
+	if lr != nil {
+		observer = lr
+		lr.Tick(live.State{Phase: driver.PhaseNames[driver.Warmup], Rate: rate})
+		progress = func(s driver.Status) {
+			if h.progress != nil {
+				h.progress(s)
+			}
+			lr.Tick(live.State{Phase: s.Phase, Sessions: s.Sessions, Rate: rate, RateLag: s.RateLag, Outage: s.Outage})
+		}
+	}
 	res, runErr := driver.Run(ctx, driver.Config{
 		Users: users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: types,
 		NewWorker:        func(id int) workload.Worker { return w.NewWorker(global(id), o.Seed, t.Dialect) },
@@ -430,10 +457,12 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		StatementTimeout: f.StatementTimeout,
 		AbortAfter:       f.AbortAfter,
 		SeriesPoints:     o.SeriesPoints,
-		Progress:         h.progress,
+		Progress:         progress,
+		Observer:         observer,
 		OnInterval:       onInterval,
 		OnPhase: func(p int, at time.Time) {
 			ob.phase(p, at)
+			lr.Phase(driver.PhaseNames[p])
 			if phaseHook != nil {
 				phaseHook(p, at)
 			}

@@ -126,6 +126,14 @@ func Sweep(ctx context.Context, o SweepOptions) ([]string, error) {
 	if o.Prefix == "" {
 		o.Prefix = filepath.Join(DefaultDataDir, "results", "sweep")
 	}
+	if o.Live == nil && o.MetricsAddr != "" {
+		srv, err := startLive(o.MetricsAddr, "sweep", o.Workload.Meta().Name, nil, o.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		o.Live = srv
+	}
 	for _, v := range o.Values {
 		for _, s := range o.Sides {
 			for rep := 1; rep <= o.Repeat; rep++ {

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// scrapeFamilies reads addr's /metrics; nil when it does not answer.
+func scrapeFamilies(addr string) map[string]*dto.MetricFamily {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mf, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return mf
+}
+
+// label is the value of a sample's label name.
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// committed sums dbparity_transactions_total{outcome="committed"}.
+func committed(mf map[string]*dto.MetricFamily) float64 {
+	var n float64
+	for _, m := range mf["dbparity_transactions_total"].GetMetric() {
+		if labelOf(m, "outcome") == "committed" {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
+}
+
+// A run serves its progress at --metrics-addr while it lives: scraped
+// every 100 ms, it goes through warm-up and the measured window, counts
+// each type's transactions and latencies under its labels, and its last
+// count is the run's (every phase's commits in the result's series); a
+// port in use is refused at start in one line.
+func TestLiveMetrics(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "1"); code != 0 {
+		t.Fatalf("load: exit %d\n%s", code, stderr)
+	}
+	cmd := exec.Command(bin, "run", "--users", "2", "--duration", "3s", "--warmup", "1s", "--label", "live",
+		"--out", "live.json", "--metrics-addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	w := newOutputWatch("live metrics at ")
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := w.await(t, cmd)
+	addr := strings.TrimSuffix(strings.TrimPrefix(line[strings.Index(line, "http://"):], "http://"), "/metrics")
+	phases := map[string]bool{}
+	var last map[string]*dto.MetricFamily
+	for {
+		mf := scrapeFamilies(addr)
+		if mf == nil {
+			break
+		}
+		last = mf
+		for _, m := range mf["dbparity_phase"].GetMetric() {
+			if m.GetGauge().GetValue() == 1 {
+				phases[labelOf(m, "phase")] = true
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, w.buf.String())
+	}
+	r, err := result.Read(filepath.Join(dir, "live.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !phases["warmup"] || !phases["measure"] {
+		t.Errorf("phases seen: %v", phases)
+	}
+	var total int64
+	for _, iv := range r.Series {
+		total += iv.Commits
+	}
+	got := committed(last)
+	if s := r.Summarize(); got < float64(total)-0.2*s.TPS || got > float64(total) {
+		t.Errorf("last scrape counted %.0f commits, the run %d in all its phases (%.0f tps)", got, total, s.TPS)
+	}
+	types := map[string]bool{}
+	for _, m := range last["dbparity_transaction_latency_seconds"].GetMetric() {
+		if m.GetHistogram().GetSampleCount() > 0 && labelOf(m, "label") == "live" && labelOf(m, "workload") == "order-entry" &&
+			strings.HasPrefix(labelOf(m, "run_id"), "live-") {
+			types[labelOf(m, "type")] = true
+		}
+	}
+	for _, tx := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
+		if !types[tx] {
+			t.Errorf("no latency histogram for %s: %v", tx, types)
+		}
+	}
+	if last["dbparity_driver_cpu_seconds_total"] == nil || last["go_sched_latencies_seconds"] == nil {
+		t.Error("no driver CPU or scheduler latency")
+	}
+	t.Logf("last scrape %.0f commits, the run's series %d", got, total)
+
+	// A port in use: refused before anything runs.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := dbparity(t, dir, "run", "--duration", "1s", "--warmup", "0s", "--out", "busy.json", "--metrics-addr", ln.Addr().String())
+	if code != 2 || !strings.Contains(stderr, "in use") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("a port in use: exit %d, %q", code, stderr)
+	}
+}
+
+// A run split in two parts, each serving its metrics: scraped every
+// 250 ms while they run, the parts' last counts sum to the merged run's
+// commits (every phase's, from its series) within one scrape interval's
+// worth, and each part's series carry its part label.
+func TestPartsMetrics(t *testing.T) {
+	dir, inst := partsServer(t)
+	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "2", "--target", inst.URL()); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	const every = 250 * time.Millisecond
+	type part struct {
+		cmd  *exec.Cmd
+		w    *outputWatch
+		last map[string]*dto.MetricFamily
+		done chan struct{}
+	}
+	parts := make([]*part, 2)
+	for i := range parts {
+		cmd := exec.Command(bin, "run", "--target", inst.URL(), "--users", "4", "--warmup", "1s", "--duration", "3s", "--label", "split",
+			"--part", fmt.Sprintf("%d/2", i), "--run-id", "metrics-test", "--out", fmt.Sprintf("part-%d.json", i), "--metrics-addr", "127.0.0.1:0")
+		cmd.Dir = dir
+		p := &part{cmd: cmd, w: newOutputWatch("live metrics at "), done: make(chan struct{})}
+		cmd.Stderr = p.w
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		parts[i] = p
+	}
+	for _, p := range parts {
+		line := p.w.await(t, p.cmd)
+		addr := strings.TrimSuffix(line[strings.Index(line, "http://")+len("http://"):], "/metrics")
+		go func() {
+			defer close(p.done)
+			for {
+				mf := scrapeFamilies(addr)
+				if mf == nil {
+					return
+				}
+				p.last = mf
+				time.Sleep(every)
+			}
+		}()
+	}
+	var scraped float64
+	for i, p := range parts {
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("part %d: %v\n%s", i, err, p.w.buf.String())
+		}
+		<-p.done
+		scraped += committed(p.last)
+		for _, m := range p.last["dbparity_transactions_total"].GetMetric() {
+			if labelOf(m, "part") != fmt.Sprintf("%d/2", i) || labelOf(m, "run_id") != "metrics-test" {
+				t.Errorf("part %d's series labelled part %q, run %q", i, labelOf(m, "part"), labelOf(m, "run_id"))
+				break
+			}
+		}
+	}
+	if code, _, stderr := dbparity(t, dir, "merge", "--out", "run.json", "part-0.json", "part-1.json"); code != 0 {
+		t.Fatalf("merge: %s", stderr)
+	}
+	merged, err := result.Read(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, iv := range merged.Series {
+		total += iv.Commits
+	}
+	s := merged.Summarize()
+	if slack := s.TPS * every.Seconds(); scraped > float64(total) || scraped < float64(total)-slack {
+		t.Errorf("the parts' last scrapes sum to %.0f commits, the merged run counts %d (%.0f tps: one scrape interval is %.0f)",
+			scraped, total, s.TPS, slack)
+	}
+	t.Logf("parts' last scrapes %.0f commits, merged run %d (%.0f tps)", scraped, total, s.TPS)
+}
