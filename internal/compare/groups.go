@@ -504,7 +504,7 @@ type Difference struct {
 const defaultsKey = "disclosure.database.defaults."
 
 // firstKeys open the list of what differs: the server's version.
-var firstKeys = []string{"target.server_version", "disclosure.database.version", "disclosure.database.version_num"}
+var firstKeys = []string{"target.server_version", "disclosure.database.version", "disclosure.database.version_num", "disclosure.database.build"}
 
 // volatile facts change between any two runs and say nothing of the platform.
 // The managed server's random port and socket directory, and the paths of

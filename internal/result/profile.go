@@ -81,6 +81,10 @@ type Database struct {
 	Product    string `json:"product"`
 	Version    string `json:"version"`
 	VersionNum int    `json:"version_num,omitempty"`
+	// Build is how the server was built, as it says (PostgreSQL's
+	// version(): platform and compiler): two builds of one version can
+	// differ in speed.
+	Build string `json:"build,omitempty"`
 	// Settings holds every setting not at its default ("value unit
 	// [source]"); values that could hold secrets are redacted.
 	Settings         map[string]string `json:"settings"`

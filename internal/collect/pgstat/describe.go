@@ -19,11 +19,11 @@ var secretSetting = regexp.MustCompile(`conninfo|passphrase|password|secret|_com
 // differ from their defaults, buffer cache and data sizes.
 func Describe(ctx context.Context, c target.Conn, missing []string) (*result.Database, error) {
 	d := &result.Database{Product: "postgres", Settings: map[string]string{}, Unavailable: missing}
-	err := c.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int,
+	err := c.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int, version(),
 		current_setting('block_size')::bigint,
 		(SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers') * current_setting('block_size')::bigint,
 		pg_database_size(current_database())`).
-		Scan(&d.Version, &d.VersionNum, &d.BlockSize, &d.BufferCacheBytes, &d.DataBytes)
+		Scan(&d.Version, &d.VersionNum, &d.Build, &d.BlockSize, &d.BufferCacheBytes, &d.DataBytes)
 	if err != nil {
 		return nil, fmt.Errorf("describe the database: %w", err)
 	}
