@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,4 +211,56 @@ func TestPartsMetrics(t *testing.T) {
 			scraped, total, s.TPS, slack)
 	}
 	t.Logf("parts' last scrapes %.0f commits, merged run %d (%.0f tps)", scraped, total, s.TPS)
+}
+
+// The endpoint answers while the server is frozen: the run's sessions
+// wait, the statement timeout cuts them, and a scrape in the freeze says
+// an outage is open; after the server resumes, it is closed again.
+func TestLiveMetricsFrozen(t *testing.T) {
+	dir, inst := partsServer(t)
+	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "1", "--target", inst.URL()); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	cmd := exec.Command(bin, "run", "--target", inst.URL(), "--users", "2", "--warmup", "1s", "--duration", "7s",
+		"--statement-timeout", "1s", "--out", "frozen.json", "--metrics-addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	w := newOutputWatch("live metrics at ")
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := w.await(t, cmd)
+	addr := strings.TrimSuffix(line[strings.Index(line, "http://")+len("http://"):], "/metrics")
+	outage := func(mf map[string]*dto.MetricFamily) float64 {
+		var v float64
+		for _, m := range mf["dbparity_outage_open"].GetMetric() {
+			v += m.GetGauge().GetValue()
+		}
+		return v
+	}
+	time.Sleep(2 * time.Second)
+	if _, err := inst.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozenAt := time.Now()
+	answered, open := 0, false
+	for time.Since(frozenAt) < 3*time.Second {
+		began := time.Now()
+		mf := scrapeFamilies(addr)
+		if mf != nil && time.Since(began) < time.Second {
+			answered++
+			open = open || outage(mf) == 1
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	inst.Signal(syscall.SIGCONT)
+	time.Sleep(2 * time.Second)
+	after := scrapeFamilies(addr)
+	cmd.Wait()
+	if answered < 10 || !open {
+		t.Errorf("during the freeze: %d scrapes answered within a second, outage seen open %v", answered, open)
+	}
+	if after == nil || outage(after) != 0 || after["dbparity_outages_total"].GetMetric()[0].GetCounter().GetValue() < 1 {
+		t.Errorf("after the freeze: %v", after["dbparity_outage_open"])
+	}
 }

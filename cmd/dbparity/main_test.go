@@ -114,7 +114,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"capture", "--proxy", "127.0.0.1:0", "--upstream", "127.0.0.1:5432", "--tls-cert", "c.pem", "--out", "x.capture"}, "--tls-cert and --tls-key go together"},
 		{[]string{"capture", "--proxy", "127.0.0.1:0", "--upstream", "127.0.0.1:5432", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--out", "x.capture"}, "--tls-cert c.pem"},
 		{[]string{"capture", "--listen-on", "lo", "--port", "5432", "--tls-cert", "c.pem", "--out", "x.capture"}, "go with --proxy"},
-		{[]string{"capture", "--proxy", "127.0.0.1:0", "--upstream", "/x.sock", "--protocol", "mysql", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--out", "x.capture"}, "PostgreSQL clients only"},
+		{[]string{"capture", "--proxy", "127.0.0.1:0", "--upstream", "/x.sock", "--protocol", "mysql", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--out", "x.capture"}, "--tls-cert c.pem"},
 		{[]string{"capture", "--proxy", "127.0.0.1:0", "--upstream", "/x.sock", "--protocol", "oracle", "--out", "x.capture"}, "--protocol oracle"},
 		{[]string{"capture", "--listen-on", "no-such-if0", "--port", "5432", "--out", "x.capture"}, "--listen-on no-such-if0"},
 		{[]string{"capture", "--listen-on", "lo", "--port", "5432", "--proxy", "127.0.0.1:0", "--out", "x.capture"}, "not both"},

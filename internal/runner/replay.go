@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,8 +55,9 @@ type ReplayOptions struct {
 	Collect  CollectOptions
 	Command  []string
 	// MetricsAddr serves live metrics at /metrics there while the replay
-	// runs (--metrics-addr).
+	// runs (--metrics-addr); Live is a server a caller started instead.
 	MetricsAddr string
+	Live        *live.Server
 }
 
 // ReplayVersion changes when the replay's timing or accounting changes:
@@ -74,6 +76,14 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	}
 	if o.Speed < 0 {
 		return usage("--speed %v: give a factor above 0 (2 is twice as fast) or max", o.Speed)
+	}
+	if o.Live == nil && o.MetricsAddr != "" {
+		srv, err := startLive(o.MetricsAddr, cmp.Or(o.Label, "replay"), "replay", nil, o.Stderr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		o.Live = srv
 	}
 	switch o.Sync {
 	case "":
@@ -192,15 +202,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	done = false
 	ro.Started = func(at time.Time) { ob.phase(driver.Measure, at) }
 	ro.Stopped = func(at time.Time) { ob.phase(driver.Drain, at) }
-	var lr *live.Run
-	if o.MetricsAddr != "" {
-		srv, err := startLive(o.MetricsAddr, o.Label, "replay", nil, o.Stderr)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		lr = srv.Run(live.Labels{Label: o.Label})
-	}
+	lr := o.Live.Run(live.Labels{Label: o.Label, Workload: "replay"})
 	ro.Progress = func(s replay.Progress) {
 		p.show(replayStatus(o.Label, s))
 		lr.ReplayProgress(s.Issued, s.Errors, s.Lag)
@@ -208,7 +210,8 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	}
 	ro.OnInterval = func(iv metrics.Interval) { journal.Append(result.JournalEntry{Interval: &iv}) }
 	res, runErr := replay.Run(ctx, ro)
-	if res != nil && lr != nil {
+	if res != nil {
+		lr.ReplayProgress(res.Replayed, res.Errors, 0)
 		for _, oc := range res.Outcomes {
 			if oc.Kind != "expected error" {
 				lr.Divergent(oc.Kind, oc.Count)
