@@ -66,7 +66,7 @@ func TestLiveMetrics(t *testing.T) {
 		t.Fatalf("load: exit %d\n%s", code, stderr)
 	}
 	cmd := exec.Command(bin, "run", "--users", "2", "--duration", "3s", "--warmup", "1s", "--label", "live",
-		"--out", "live.json", "--metrics-addr", "127.0.0.1:0")
+		"--out", "live.json", "--metrics-addr", "127.0.0.1:0", "--metrics-linger", "1s")
 	cmd.Dir = dir
 	w := newOutputWatch("live metrics at ")
 	cmd.Stderr = w
@@ -100,13 +100,27 @@ func TestLiveMetrics(t *testing.T) {
 	if !phases["warmup"] || !phases["measure"] {
 		t.Errorf("phases seen: %v", phases)
 	}
-	var total int64
+	// The endpoint lingered with the final values: each counter equals
+	// the run's own count over all its phases.
+	var total, rollbacks, errors, retries int64
 	for _, iv := range r.Series {
-		total += iv.Commits
+		total, rollbacks, errors, retries = total+iv.Commits, rollbacks+iv.Rollbacks, errors+iv.Errors, retries+iv.Retries
 	}
 	got := committed(last)
-	if s := r.Summarize(); got < float64(total)-0.2*s.TPS || got > float64(total) {
-		t.Errorf("last scrape counted %.0f commits, the run %d in all its phases (%.0f tps)", got, total, s.TPS)
+	sumOf := func(name, outcome string) float64 {
+		var n float64
+		for _, m := range last[name].GetMetric() {
+			if outcome == "" || labelOf(m, "outcome") == outcome {
+				n += m.GetCounter().GetValue()
+			}
+		}
+		return n
+	}
+	if got != float64(total) || sumOf("dbparity_transactions_total", "rolled_back") != float64(rollbacks) ||
+		sumOf("dbparity_transactions_total", "failed") != float64(errors) || sumOf("dbparity_retries_total", "") != float64(retries) {
+		t.Errorf("final scrape: %.0f committed, %.0f rolled back, %.0f failed, %.0f retries; the run: %d, %d, %d, %d", got,
+			sumOf("dbparity_transactions_total", "rolled_back"), sumOf("dbparity_transactions_total", "failed"),
+			sumOf("dbparity_retries_total", ""), total, rollbacks, errors, retries)
 	}
 	types := map[string]bool{}
 	for _, m := range last["dbparity_transaction_latency_seconds"].GetMetric() {

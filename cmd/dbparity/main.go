@@ -243,6 +243,7 @@ func targetFlags(name string) (*flag.FlagSet, *common) {
 	fs.StringVar(&t.MyConf, "my-conf", "", "managed mariadb: option file ([mysqld] lines)")
 	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
 	fs.StringVar(&t.MyPreset, "my-preset", "", "managed mariadb: named settings, overridden by --my-conf and --my-set: small-cache (16 MB InnoDB buffer pool, SLOB's method)")
+	fs.Var(positive{d: &c.opts.ProgressInterval}, "progress-interval", "when stderr is not a terminal (CI, nohup, a pod's log): write a plain progress line every `duration` (default 10s; on a terminal the line is redrawn in place)")
 	t.Timeout = 30 * time.Second
 	fs.Var(positive{d: &t.Timeout}, "statement-timeout", "give up on any connection attempt, and in run, ab and sweep on any statement (sessions and collectors), the server has not answered for this `duration` (above 0)")
 	return fs, c
@@ -429,6 +430,7 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.BoolVar(&o.Force, "force", false, "replace result files that exist")
 	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live OpenMetrics at http://`HOST:PORT`/metrics while the command runs (for Prometheus; deploy/grafana has a dashboard)")
+	fs.DurationVar(&o.MetricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final values this `long` after the work ends, so that a scrape sees them (your scrape interval)")
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
 	o.Collect.Interval, o.Collect.WaitInterval = time.Second, 100*time.Millisecond
@@ -749,11 +751,13 @@ func cmdShow(_ context.Context, args []string) error {
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the summary as a JSON object")
 	literals := fs.Bool("show-literals", false, "replay results: show statement texts with their literal values (when the replay kept them)")
+	htmlOut := fs.String("html", "", "also write the run as a self-contained HTML page with charts to this file")
+	force := fs.Bool("force", false, "with --html: replace a file that is not a dbparity report")
 	// Accept the flag after the file name too: dbparity show run.json --json.
-	flags, files := splitArgs(args)
+	flags, files := splitArgs(args, "html")
 	if err := fs.Parse(append(flags, files...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity show [--json] [--show-literals] FILE")
+			fmt.Println("usage: dbparity show [--json] [--show-literals] [--html PAGE [--force]] FILE")
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE)", err)}
@@ -764,6 +768,17 @@ func cmdShow(_ context.Context, args []string) error {
 	r, err := result.Read(fs.Arg(0))
 	if err != nil {
 		return runner.UsageError{Err: err}
+	}
+	if *htmlOut != "" {
+		if err := notAnInput("--html", *htmlOut, fs.Arg(0)); err != nil {
+			return err
+		}
+		if err := checkHTML(*htmlOut, *force); err != nil {
+			return err
+		}
+		if err := writeHTML(*htmlOut, func(w io.Writer) error { return report.RunHTML(w, r) }); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return report.JSONWith(os.Stdout, r, report.Options{Literals: *literals})
@@ -848,7 +863,7 @@ func cmdCompare(_ context.Context, args []string) error {
 		return runner.UsageError{Err: err}
 	}
 	if *htmlOut != "" {
-		if err := writeHTML(*htmlOut, c); err != nil {
+		if err := writeHTML(*htmlOut, func(w io.Writer) error { return report.CompareHTML(w, c) }); err != nil {
 			return err
 		}
 	}
@@ -858,9 +873,9 @@ func cmdCompare(_ context.Context, args []string) error {
 // writeHTML writes the HTML report through a temporary file beside it and
 // a rename, so that a failed write leaves neither half a report nor the
 // temporary file.
-func writeHTML(path string, c *report.Comparison) error {
+func writeHTML(path string, write func(io.Writer) error) error {
 	var b bytes.Buffer
-	if err := report.CompareHTML(&b, c); err != nil {
+	if err := write(&b); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteBytes(path, b.Bytes()); err != nil {

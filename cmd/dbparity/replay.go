@@ -353,6 +353,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Literals, "show-literals", false, "keep one statement text per fingerprint, literal values included, in the result")
 	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the target's engine and host, postgres@db1)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live OpenMetrics at http://`HOST:PORT`/metrics while the replay runs (for Prometheus)")
+	fs.DurationVar(&o.MetricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final values this `long` after the replay, so that a scrape sees them")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-replay-TIME.json)")
 	fs.BoolVar(&o.Force, "force", false, "replace the result file if it exists")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors")

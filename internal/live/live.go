@@ -45,6 +45,8 @@ type Server struct {
 	ln   net.Listener
 	done chan struct{}
 	base Labels
+	// linger: Close waits this long first (Options.Linger).
+	linger time.Duration
 
 	mu   sync.Mutex
 	runs map[Labels]*Run
@@ -90,6 +92,9 @@ type Options struct {
 	// CPU returns the process's user and system CPU time so far; nil
 	// leaves the driver CPU counter out.
 	CPU func() (user, sys time.Duration)
+	// Linger keeps the endpoint serving the final values this long when
+	// it is closed, so that a scrape sees them (a scrape interval).
+	Linger time.Duration
 }
 
 // Listen binds addr (HOST:PORT) and serves /metrics there until Close. A
@@ -128,6 +133,7 @@ func (s *Server) Close() error {
 	if s == nil {
 		return nil
 	}
+	time.Sleep(s.linger)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
@@ -136,7 +142,7 @@ func (s *Server) Close() error {
 }
 
 func newServer(l Labels, o Options) *Server {
-	s := &Server{reg: prometheus.NewRegistry(), base: l, runs: map[Labels]*Run{}}
+	s := &Server{reg: prometheus.NewRegistry(), base: l, runs: map[Labels]*Run{}, linger: o.Linger}
 	constant := prometheus.Labels{"run_id": l.RunID, "part": l.Part}
 	f := func(name, help string) prometheus.CounterOpts {
 		return prometheus.CounterOpts{Namespace: "dbparity", Name: name, Help: help, ConstLabels: constant}

@@ -319,6 +319,7 @@ td:first-child,th:first-child{text-align:left}td.wide{text-align:left;white-spac
 {{range .Tables}}<h2>{{.Title}}</h2><table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td{{if gt (len .) 40}} class="wide"{{end}}>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
+{{block "extra" .}}{{end}}
 <p class="note">Written by dbparity. This file fetches nothing: charts are inline SVG.</p>
 </body></html>
 `))

@@ -197,3 +197,57 @@ func TestHTMLLabelsDoNotOverlap(t *testing.T) {
 		t.Errorf("labels overlap in the rendered charts:\n%s", res)
 	}
 }
+
+// show --html: one run's page loads in headless Chromium, fetches
+// nothing, draws its throughput (with the warm-up and an outage shaded),
+// its latency histograms and the host's CPU, carries show's full text, and
+// no two labels of a chart overlap.
+func TestRunHTMLInChromium(t *testing.T) {
+	bin := chromium(t)
+	r := sample(t)
+	r.Driver.WarmupS = 3
+	r.Series = nil
+	for k := range 20 {
+		r.Series = append(r.Series, metrics.Interval{At: float64(k + 1), Seconds: 1, Phase: "measure", Commits: int64(900 + 30*(k%3))})
+	}
+	r.Events = []result.Event{{Kind: "outage", Start: r.Start.Add(8 * time.Second), End: r.Start.Add(11 * time.Second), Failed: 12}}
+	var page bytes.Buffer
+	if err := RunHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	p := page.String()
+	for _, banned := range []string{"http://", "https://", "<script src", "<link"} {
+		if strings.Contains(strings.ReplaceAll(p, `xmlns="http://www.w3.org/2000/svg"`, ""), banned) {
+			t.Errorf("the page refers to %q: it must work offline", banned)
+		}
+	}
+	if !strings.Contains(p, HTMLGenerator) {
+		t.Error("the page does not mark itself as dbparity's (show --html would not replace it)")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "run.html")
+	os.WriteFile(file, []byte(strings.Replace(p, "</body>", overlapScript+"</body>", 1)), 0o644)
+	out, err := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1100,900", "--virtual-time-budget=3000",
+		"--dump-dom", "file://"+file).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	dom := html.UnescapeString(string(out))
+	if n := strings.Count(dom, "<svg"); n < 2 || !strings.Contains(dom, "<polyline") || !strings.Contains(dom, `class="bar"`) {
+		t.Errorf("%d charts in the rendered DOM (want the throughput line and the latency bars)", n)
+	}
+	if strings.Count(dom, `class="shade"`) < 2 {
+		t.Error("the warm-up and the outage are not both shaded")
+	}
+	if !strings.Contains(dom, "the run in full (dbparity show)") || !strings.Contains(dom, "transaction  count") {
+		t.Error("show's text is not on the page")
+	}
+	i := strings.Index(dom, `<pre id="overlaps">`)
+	if i < 0 {
+		t.Fatal("the measuring script did not run")
+	}
+	if res := dom[i+len(`<pre id="overlaps">`):]; !strings.HasPrefix(res, "overlaps=0") {
+		t.Errorf("labels overlap in the rendered charts:\n%.500s", res)
+	}
+}

@@ -45,7 +45,7 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 	}
 	if o.Live == nil && o.MetricsAddr != "" {
 		// One endpoint for every round: each side's series under its label.
-		srv, err := startLive(o.MetricsAddr, "ab", o.Workload.Meta().Name, nil, o.Stderr)
+		srv, err := startLive(o.MetricsAddr, o.MetricsLinger, "ab", o.Workload.Meta().Name, nil, o.Stderr)
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func load(ctx context.Context, t *opened, c Common, workers int) error {
 	}
 	fmt.Fprintf(c.Stderr, "loading %s into %s with %d connection(s)\n", w.Meta().Name, t.URL, workers)
 	prog := &workload.Progress{}
-	p := &progress{w: c.Stderr, tty: c.TTY}
+	p := &progress{w: c.Stderr, tty: c.TTY, interval: c.ProgressInterval}
 	start := time.Now()
 	stop := make(chan struct{})
 	drawn := make(chan struct{})

@@ -89,7 +89,7 @@ func runMultiOnce(ctx context.Context, ts []*opened, o RunOptions, versions []st
 	fmt.Fprintf(o.Stderr, "running %s on %d targets at once (%s): %d users each, %s warm-up, %s measured\n",
 		o.Workload.Meta().Name, n, strings.Join(urls, ", "), o.Users, o.Warmup, o.Duration)
 
-	p := &progress{w: o.Stderr, tty: o.TTY}
+	p := &progress{w: o.Stderr, tty: o.TTY, interval: o.ProgressInterval}
 	var mu sync.Mutex
 	status := make([]driver.Status, n)
 	total := o.Warmup + o.Duration

@@ -6,13 +6,19 @@ import (
 	"time"
 )
 
-// progress draws a status line: in place on a terminal, and otherwise one
-// line every ten seconds, so that logs of long runs stay readable.
+// progress draws a status line: in place on a terminal, and otherwise a
+// plain line every interval (default ten seconds), so that logs of long
+// runs (CI, nohup, a pod's log) stay readable.
 type progress struct {
-	w    io.Writer
-	tty  bool
-	last time.Time
+	w        io.Writer
+	tty      bool
+	interval time.Duration
+	last     time.Time
 }
+
+// DefaultProgressInterval is how often a progress line is written when
+// stderr is not a terminal (--progress-interval).
+const DefaultProgressInterval = 10 * time.Second
 
 func (p *progress) show(line string) {
 	if p.w == nil {
@@ -22,7 +28,13 @@ func (p *progress) show(line string) {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 		return
 	}
-	if now := time.Now(); now.Sub(p.last) >= 10*time.Second {
+	every := p.interval
+	if every <= 0 {
+		every = DefaultProgressInterval
+	}
+	// Status comes once a tick (a second): a tick a little early still
+	// counts as a whole interval.
+	if now := time.Now(); now.Sub(p.last) >= every-every/20 {
 		p.last = now
 		fmt.Fprintln(p.w, line)
 	}

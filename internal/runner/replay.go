@@ -56,8 +56,9 @@ type ReplayOptions struct {
 	Command  []string
 	// MetricsAddr serves live metrics at /metrics there while the replay
 	// runs (--metrics-addr); Live is a server a caller started instead.
-	MetricsAddr string
-	Live        *live.Server
+	MetricsAddr   string
+	Live          *live.Server
+	MetricsLinger time.Duration
 }
 
 // ReplayVersion changes when the replay's timing or accounting changes:
@@ -78,7 +79,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		return usage("--speed %v: give a factor above 0 (2 is twice as fast) or max", o.Speed)
 	}
 	if o.Live == nil && o.MetricsAddr != "" {
-		srv, err := startLive(o.MetricsAddr, cmp.Or(o.Label, "replay"), "replay", nil, o.Stderr)
+		srv, err := startLive(o.MetricsAddr, o.MetricsLinger, cmp.Or(o.Label, "replay"), "replay", nil, o.Stderr)
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		return err
 	}
 	defer ob.close()
-	p := &progress{w: o.Stderr, tty: o.TTY}
+	p := &progress{w: o.Stderr, tty: o.TTY, interval: o.ProgressInterval}
 	cpu0 := driver.ProcessCPU()
 	done = false
 	ro.Started = func(at time.Time) { ob.phase(driver.Measure, at) }
@@ -313,7 +314,7 @@ func warmUp(ctx context.Context, ro replay.Options, o ReplayOptions) error {
 	fmt.Fprintf(o.Stderr, "warm-up: replaying %s of the capture unmeasured (%d statements); it writes too: the end state includes it\n",
 		c.End.Sub(c.Start).Round(time.Millisecond), c.Statements())
 	ro.Capture, ro.Literals = c, false
-	p := &progress{w: o.Stderr, tty: o.TTY}
+	p := &progress{w: o.Stderr, tty: o.TTY, interval: o.ProgressInterval}
 	ro.Progress = func(s replay.Progress) { p.show(replayStatus(o.Label+" warm-up", s)) }
 	_, err := replay.Run(ctx, ro)
 	p.clear()

@@ -81,6 +81,9 @@ type RunOptions struct {
 	// when a command that runs several runs (ab, sweep) started it.
 	MetricsAddr string
 	Live        *live.Server
+	// MetricsLinger keeps the endpoint up this long after the command's
+	// work, serving the final values (--metrics-linger).
+	MetricsLinger time.Duration
 }
 
 // Faults are the limits that end a run that cannot be trusted.
@@ -206,7 +209,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		}
 	}
 	if o.Live == nil && o.MetricsAddr != "" {
-		srv, err := startLive(o.MetricsAddr, o.Label, o.Workload.Meta().Name, o.Part, o.Stderr)
+		srv, err := startLive(o.MetricsAddr, o.MetricsLinger, o.Label, o.Workload.Meta().Name, o.Part, o.Stderr)
 		if err != nil {
 			return err
 		}
@@ -323,7 +326,7 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 	// The journal goes once the result is written, or when nothing ran.
 	done := false
 	defer func() { journal.Close(done) }()
-	p := &progress{w: o.Stderr, tty: o.TTY}
+	p := &progress{w: o.Stderr, tty: o.TTY, interval: o.ProgressInterval}
 	rate := ""
 	if o.Rate > 0 {
 		rate = fmt.Sprintf(" at %g transactions/s (%s arrivals)", o.Rate, cmp.Or(o.Arrival, driver.Uniform))

@@ -196,6 +196,9 @@ type Common struct {
 	Stdout   io.Writer
 	Stderr   io.Writer
 	TTY      bool // stderr is a terminal: draw progress in place
+	// ProgressInterval is how often a plain progress line is written when
+	// stderr is not a terminal (--progress-interval; 0: ten seconds).
+	ProgressInterval time.Duration
 }
 
 // opened is a target ready to connect to, and how to let it go.

@@ -103,7 +103,7 @@ func slicedRound(ctx context.Context, o ABOptions, sides [2]abSide, outs [2]stri
 		}
 	}
 
-	p := &progress{w: o.Stderr, tty: o.TTY}
+	p := &progress{w: o.Stderr, tty: o.TTY, interval: o.ProgressInterval}
 	var mu sync.Mutex
 	var status [2]driver.Status
 	total := o.Warmup + o.Duration

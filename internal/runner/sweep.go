@@ -127,7 +127,7 @@ func Sweep(ctx context.Context, o SweepOptions) ([]string, error) {
 		o.Prefix = filepath.Join(DefaultDataDir, "results", "sweep")
 	}
 	if o.Live == nil && o.MetricsAddr != "" {
-		srv, err := startLive(o.MetricsAddr, "sweep", o.Workload.Meta().Name, nil, o.Stderr)
+		srv, err := startLive(o.MetricsAddr, o.MetricsLinger, "sweep", o.Workload.Meta().Name, nil, o.Stderr)
 		if err != nil {
 			return nil, err
 		}

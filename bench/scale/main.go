@@ -1,0 +1,257 @@
+// Command scale measures what each session costs the driver when a run
+// has thousands of them: for each engine it runs `dbparity run` as a
+// subprocess on a managed server (max_connections raised to fit), with
+// slob reading (no update, so the sessions do not contend for rows) at
+// one total rate (--rate) for every session count, and prints per count:
+// the rate reached, the driver's CPU per transaction and its ratio to the
+// smallest count's, the Go scheduler's latency p99, how long the sessions
+// took to connect, and the driver's resident memory (VmRSS, sampled every
+// second of the measured window) with, against the smallest count, the
+// memory each further session costs (the connection library's included).
+//
+//	go run ./bench/scale [-dbparity PATH] [-engines postgres,mariadb] [-sessions 64,2000] [-rate 400] [-duration 5m] [-warmup 30s]
+//
+// Targets (issue 33): memory per session ≤ 64 KB beyond the connection
+// library's own, CPU per transaction within 1.2x of the 64-session
+// figure, scheduler latency p99 ≤ 10 ms. The machine needs memory for the
+// servers' backends too (2,000 PostgreSQL backends take several GB).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type row struct {
+	engine       string
+	sessions     int
+	tps          float64
+	cpuPerTxUs   float64
+	schedP99Ms   float64
+	connectS     float64
+	rssMB        float64
+	failed       string
+	perSessionKB float64
+	cpuRatio     float64
+}
+
+func main() {
+	bin := flag.String("dbparity", "", "the dbparity binary (default: built from this checkout)")
+	engines := flag.String("engines", "postgres,mariadb", "managed engines to run")
+	counts := flag.String("sessions", "64,2000", "session counts, the first the baseline")
+	rate := flag.Float64("rate", 400, "the total rate, transactions/s, the same at every count")
+	duration := flag.Duration("duration", 5*time.Minute, "measured window of each run")
+	warmup := flag.Duration("warmup", 30*time.Second, "warm-up of each run")
+	flag.Parse()
+	work, err := os.MkdirTemp("", "dbparity-scale-")
+	if err != nil {
+		fail(err)
+	}
+	os.Chmod(work, 0o755) // the servers' user enters it when run as root
+	defer os.RemoveAll(work)
+	if *bin == "" {
+		*bin = filepath.Join(work, "dbparity")
+		if out, err := exec.Command("go", "build", "-o", *bin, "./cmd/dbparity").CombinedOutput(); err != nil {
+			fail(fmt.Errorf("build dbparity: %v\n%s", err, out))
+		}
+	}
+	var ns []int
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-sessions %s: whole numbers above 0", *counts))
+		}
+		ns = append(ns, n)
+	}
+	maxN := ns[0]
+	for _, n := range ns {
+		maxN = max(maxN, n)
+	}
+	var rows []row
+	for _, engine := range strings.Split(*engines, ",") {
+		managed := []string{"--managed", engine}
+		switch engine {
+		case "postgres":
+			managed = append(managed, "--pg-data", filepath.Join(work, "pg"), "--pg-set", fmt.Sprintf("max_connections=%d", maxN+50))
+		case "mariadb":
+			managed = append(managed, "--my-data", filepath.Join(work, "mariadb"), "--my-set", fmt.Sprintf("max_connections=%d", maxN+50))
+		default:
+			fail(fmt.Errorf("-engines: postgres or mariadb, not %q", engine))
+		}
+		logf("%s: loading slob", engine)
+		if out, err := exec.Command(*bin, append([]string{"load", "--workload", "slob", "--scale", "20000"}, managed...)...).CombinedOutput(); err != nil {
+			rows = append(rows, row{engine: engine, failed: "load: " + lastLine(out)})
+			continue
+		}
+		var base *row
+		for _, n := range ns {
+			r := measure(*bin, work, engine, managed, n, *rate, *warmup, *duration)
+			if base == nil && r.failed == "" {
+				base = &r
+			} else if base != nil && r.failed == "" {
+				r.perSessionKB = (r.rssMB - base.rssMB) * 1024 / float64(n-base.sessions)
+				r.cpuRatio = r.cpuPerTxUs / base.cpuPerTxUs
+			}
+			rows = append(rows, r)
+		}
+	}
+	fmt.Printf("\n## dbparity with thousands of sessions\n\n%s UTC; slob reading (--update-pct 0), %g transactions/s in total at every count, %s measured after %s\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), *rate, *duration, *warmup)
+	fmt.Println("| engine | sessions | tps | driver CPU µs/tx | vs first | sched p99 ms | connect s | driver RSS MB | KB per further session |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		if r.failed != "" {
+			fmt.Printf("| %s | %d | failed: %s |||||||\n", r.engine, r.sessions, r.failed)
+			continue
+		}
+		ratio, per := "", ""
+		if r.cpuRatio > 0 {
+			ratio, per = fmt.Sprintf("%.2fx", r.cpuRatio), fmt.Sprintf("%.0f", r.perSessionKB)
+		}
+		fmt.Printf("| %s | %d | %.0f | %.0f | %s | %.2f | %.1f | %.0f | %s |\n", r.engine, r.sessions, r.tps, r.cpuPerTxUs, ratio,
+			r.schedP99Ms, r.connectS, r.rssMB, per)
+	}
+}
+
+// measure runs n sessions at rate and reads what they cost.
+func measure(bin, work, engine string, managed []string, n int, rate float64, warmup, duration time.Duration) row {
+	r := row{engine: engine, sessions: n}
+	out := filepath.Join(work, fmt.Sprintf("%s-%d.json", engine, n))
+	args := append([]string{"run", "--workload", "slob", "--update-pct", "0", "--users", strconv.Itoa(n), "--rate", fmt.Sprint(rate),
+		"--warmup", warmup.String(), "--duration", duration.String(), "--label", fmt.Sprintf("%s-%d", engine, n), "--out", out, "--force",
+		"--no-collect"}, managed...)
+	logf("%s: %d sessions at %g/s", engine, n, rate)
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	pr, pw, _ := os.Pipe()
+	cmd.Stderr = pw
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		r.failed = err.Error()
+		return r
+	}
+	pw.Close()
+	measuring := make(chan time.Time, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Split(scanCR)
+		seen := false
+		for sc.Scan() {
+			l := sc.Text()
+			stderr.WriteString(l + "\n")
+			if !seen && measurePhase.MatchString(l) {
+				seen = true
+				measuring <- time.Now()
+			}
+		}
+	}()
+	var peak float64
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var measureAt time.Time
+	for {
+		select {
+		case at := <-measuring:
+			measureAt = at
+		case err := <-done:
+			if err != nil {
+				r.failed = fmt.Sprintf("%v: %s", err, lastLine(stderr.Bytes()))
+				return r
+			}
+			var res struct {
+				Driver struct {
+					SchedP99Ms float64 `json:"sched_latency_p99_ms"`
+				} `json:"driver"`
+			}
+			b, err := os.ReadFile(out)
+			if err == nil {
+				err = json.Unmarshal(b, &res)
+			}
+			if err != nil {
+				r.failed = err.Error()
+				return r
+			}
+			sum, err := exec.Command(bin, "show", "--json", out).Output()
+			var s struct {
+				TPS        float64  `json:"tps"`
+				CPUPerTxUs *float64 `json:"driver_cpu_per_tx_us"`
+			}
+			if err == nil {
+				err = json.Unmarshal(sum, &s)
+			}
+			if err != nil || s.CPUPerTxUs == nil {
+				r.failed = fmt.Sprintf("show: %v", err)
+				return r
+			}
+			r.tps, r.cpuPerTxUs, r.schedP99Ms, r.rssMB = s.TPS, *s.CPUPerTxUs, res.Driver.SchedP99Ms, peak
+			if !measureAt.IsZero() {
+				// From the start to the measured window, less the warm-up:
+				// the server's start and the sessions' connecting.
+				r.connectS = max(0, measureAt.Sub(start).Seconds()-warmup.Seconds())
+			}
+			return r
+		case <-tick.C:
+			if !measureAt.IsZero() {
+				peak = max(peak, rss(cmd.Process.Pid))
+			}
+		}
+	}
+}
+
+// measurePhase matches the progress line once the measured window began
+// (not the start line's "measured").
+var measurePhase = regexp.MustCompile(`\bmeasure\b`)
+
+// rss is a process's resident memory in MB (VmRSS).
+func rss(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// scanCR splits on \n and on the \r the progress line is redrawn with.
+func scanCR(data []byte, atEOF bool) (int, []byte, error) {
+	for i, c := range data {
+		if c == '\n' || c == '\r' {
+			return i + 1, data[:i], nil
+		}
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05")+" "+format+"\n", a...)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "scale:", err)
+	os.Exit(1)
+}

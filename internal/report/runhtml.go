@@ -1,0 +1,144 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+
+	"github.com/dbparity/dbparity/internal/metrics"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// RunHTML writes one run as a self-contained page in the compare report's
+// style (show --html): throughput over time with the warm-up and the
+// outages shaded, each transaction type's latency histogram, the database
+// host's CPU over time, the load and IO profiles and top waits as tables,
+// and show's full text (the disclosure of the platform included). Inline
+// SVG only: it fetches nothing.
+func RunHTML(w io.Writer, r *result.Run) error {
+	s := r.Summarize()
+	unit := "transactions/s"
+	if r.Replay != nil {
+		unit = "statements/s"
+	}
+	var charts []template.HTML
+	if len(r.Series) > 0 {
+		l := line{name: r.Label, colour: colour(0)}
+		for _, iv := range r.Series {
+			if iv.Seconds > 0.5 { // not the sliver at a phase's end
+				l.x, l.y = append(l.x, iv.At), append(l.y, iv.TPS())
+			}
+		}
+		shades := []shade{{name: "warm-up", to: r.Driver.WarmupS}}
+		for _, e := range r.Events {
+			from := e.Start.Sub(r.Start).Seconds()
+			to := r.End.Sub(r.Start).Seconds()
+			if !e.End.IsZero() {
+				to = e.End.Sub(r.Start).Seconds()
+			}
+			shades = append(shades, shade{name: e.Kind, from: from, to: to})
+		}
+		charts = append(charts, lineChart("throughput over time (shaded: the warm-up, and each outage)", "seconds from the start", unit, []line{l}, shades...))
+	}
+	// Every type's latency in one chart: log2 buckets, % of its count.
+	var names []string
+	var bs [][]metrics.Bucket
+	present := map[int64]bool{}
+	for _, t := range r.Transactions {
+		h, err := t.Latency.Decode()
+		if err != nil || h.Count() == 0 {
+			continue
+		}
+		b := metrics.Log2Buckets(h)
+		for _, x := range b {
+			present[x.UpToMicros] = true
+		}
+		names, bs = append(names, t.Name), append(bs, b)
+	}
+	if len(names) > 0 {
+		var cats []string
+		vals := make([][]float64, len(bs))
+		for u := int64(1); u <= 1<<40; u <<= 1 {
+			if !present[u] {
+				continue
+			}
+			cats = append(cats, "<"+short(float64(u))+"µs")
+			for i, b := range bs {
+				v := 0.0
+				for _, x := range b {
+					if x.UpToMicros == u {
+						v = x.Pct
+					}
+				}
+				vals[i] = append(vals[i], v)
+			}
+		}
+		charts = append(charts, barChart("latency by transaction type, log2 buckets (measured window)", "% of the type's transactions", cats, names, vals))
+	}
+	if r.OS != nil && len(r.OS.Series) > 0 {
+		start := r.OS.Series[0].From
+		var ls []line
+		for k, f := range []struct {
+			name string
+			get  func(i int) float64
+		}{
+			{"user", func(i int) float64 { return r.OS.Series[i].CPUUserPct }},
+			{"sys", func(i int) float64 { return r.OS.Series[i].CPUSystemPct }},
+			{"iowait", func(i int) float64 { return r.OS.Series[i].CPUIowaitPct }},
+			{"steal", func(i int) float64 { return r.OS.Series[i].CPUStealPct }},
+		} {
+			l := line{name: f.name, colour: palette[(k+2)%len(palette)]}
+			for i, o := range r.OS.Series {
+				l.x, l.y = append(l.x, o.To.Sub(start).Seconds()), append(l.y, f.get(i))
+			}
+			ls = append(ls, l)
+		}
+		charts = append(charts, lineChart("database host CPU over time (source "+r.OS.Source+")", "seconds", "% of all CPUs", ls))
+	}
+	var tables []Table
+	for _, p := range []struct {
+		title string
+		p     *result.Profile
+	}{{"load profile", r.LoadProfile}, {"io profile", r.IOProfile}} {
+		if p.p == nil {
+			continue
+		}
+		t := Table{Title: p.title + " (" + p.p.Source + ")", Columns: []string{"", "unit", "per second", "per transaction", "source"}}
+		for _, l := range p.p.Lines {
+			src := l.Source
+			if l.Total == nil {
+				src = l.Note
+			}
+			t.Rows = append(t.Rows, []string{l.Name, l.Unit, num(l.PerSecond), num(l.PerTx), src})
+		}
+		tables = append(tables, t)
+	}
+	if ws := r.Waits; ws != nil {
+		t := Table{Title: fmt.Sprintf("top wait events (%s, %d samples)", ws.Source, ws.Samples), Columns: []string{"class", "event", "% DB time", "avg active", "samples"}}
+		for i, e := range ws.Events {
+			if i == topWaits {
+				break
+			}
+			t.Rows = append(t.Rows, []string{e.Class, e.Event, fmt.Sprintf("%.1f", e.PctDBTime), fmt.Sprintf("%.2f", e.AvgActive), fmt.Sprint(e.Samples)})
+		}
+		tables = append(tables, t)
+	}
+	var text bytes.Buffer
+	if err := Text(&text, r); err != nil {
+		return err
+	}
+	headlines := []string{fmt.Sprintf("%.1f %s over %.0f s, %d sessions; %d errors", s.TPS, unit, s.DurationS, r.Driver.Users, s.Errors)}
+	if r.Failed {
+		headlines = append(headlines, "FAILED: "+r.FailedReason)
+	}
+	return runPage.Execute(w, struct {
+		Title, Disclaimer, Text string
+		Headlines               []string
+		Charts                  []template.HTML
+		Tables                  []Table
+	}{fmt.Sprintf("%s: %s", r.Label, r.Workload.Name), r.Workload.Disclaimer, text.String(), headlines, charts, tables})
+}
+
+// runPage is the compare report's page with show's text at its end.
+var runPage = template.Must(template.Must(page.Clone()).Parse(`{{define "extra"}}<h2>the run in full (dbparity show)</h2><pre>{{.Text}}</pre>{{end}}`))
