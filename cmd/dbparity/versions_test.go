@@ -100,16 +100,18 @@ func TestPostgresVersions(t *testing.T) {
 		}
 		// The server's own count of transactions against the driver's:
 		// the collectors read the right view of each version.
-		// Before 15 a backend's counters reach the views up to 0.5 s late
-		// (the statistics collector): each edge of the window may miss
-		// that much, which the profile's note says.
+		// A busy backend's counters reach the views late (0.5 s before 15,
+		// up to 1 s from 15): each edge of the window may miss that much,
+		// which the profile's note says. Measured here: within a
+		// transaction or two on a quiet machine, 775 of 3,726 (0.42 s of
+		// work) on 16 while the other tests ran.
 		s := r.Summarize()
-		margin := 0.05*float64(s.Commits+s.Rollbacks) + 20
+		margin, late := 0.05*float64(s.Commits+s.Rollbacks)+20+1.2*s.TPS, "1 s late"
 		if major < 15 {
-			margin += s.TPS // 0.5 s at each edge
-			if !strings.Contains(r.LoadProfile.Note, "0.5 s late") {
-				t.Errorf("%d: the load profile does not say its counters lag: %q", major, r.LoadProfile.Note)
-			}
+			late = "0.5 s late"
+		}
+		if !strings.Contains(r.LoadProfile.Note, late) {
+			t.Errorf("%d: the load profile does not say its counters lag %s: %q", major, late, r.LoadProfile.Note)
 		}
 		if l := r.LoadProfile.Line("Transactions"); l == nil || l.Total == nil ||
 			math.Abs(*l.Total-float64(s.Commits+s.Rollbacks)) > margin {
