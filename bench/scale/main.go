@@ -7,7 +7,9 @@
 // smallest count's, the Go scheduler's latency p99, how long the sessions
 // took to connect, and the driver's resident memory (VmRSS, sampled every
 // second of the measured window) with, against the smallest count, the
-// memory each further session costs (the connection library's included).
+// memory each further session costs (the connection library's included),
+// beside what the connection library alone holds per connection (this
+// benchmark opens the connections itself and measures its own memory).
 //
 //	go run ./bench/scale [-dbparity PATH] [-engines postgres,mariadb] [-sessions 64,2000] [-rate 400] [-duration 5m] [-warmup 30s]
 //
@@ -20,6 +22,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -27,9 +30,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 type row struct {
@@ -78,7 +85,15 @@ func main() {
 		maxN = max(maxN, n)
 	}
 	var rows []row
+	lib := map[string]float64{} // the connection library's KB per connection
 	for _, engine := range strings.Split(*engines, ",") {
+		kb, err := libraryCost(engine, work, ns[0], maxN)
+		if err != nil {
+			logf("%s: the library's own cost not measured: %v", engine, err)
+		} else {
+			lib[engine] = kb
+			logf("%s: the connection library holds %.0f KB per connection", engine, kb)
+		}
 		managed := []string{"--managed", engine}
 		switch engine {
 		case "postgres":
@@ -107,20 +122,75 @@ func main() {
 	}
 	fmt.Printf("\n## dbparity with thousands of sessions\n\n%s UTC; slob reading (--update-pct 0), %g transactions/s in total at every count, %s measured after %s\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), *rate, *duration, *warmup)
-	fmt.Println("| engine | sessions | tps | driver CPU µs/tx | vs first | sched p99 ms | connect s | driver RSS MB | KB per further session |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| engine | sessions | tps | driver CPU µs/tx | vs first | sched p99 ms | connect s | driver RSS MB | KB per further session | of it the library's |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		if r.failed != "" {
 			fmt.Printf("| %s | %d | failed: %s |||||||\n", r.engine, r.sessions, r.failed)
 			continue
 		}
-		ratio, per := "", ""
+		ratio, per, libKB := "", "", ""
 		if r.cpuRatio > 0 {
 			ratio, per = fmt.Sprintf("%.2fx", r.cpuRatio), fmt.Sprintf("%.0f", r.perSessionKB)
+			if kb, ok := lib[r.engine]; ok {
+				libKB = fmt.Sprintf("%.0f", kb)
+			}
 		}
-		fmt.Printf("| %s | %d | %.0f | %.0f | %s | %.2f | %.1f | %.0f | %s |\n", r.engine, r.sessions, r.tps, r.cpuPerTxUs, ratio,
-			r.schedP99Ms, r.connectS, r.rssMB, per)
+		fmt.Printf("| %s | %d | %.0f | %.0f | %s | %.2f | %.1f | %.0f | %s | %s |\n", r.engine, r.sessions, r.tps, r.cpuPerTxUs, ratio,
+			r.schedP99Ms, r.connectS, r.rssMB, per, libKB)
 	}
+}
+
+// libraryCost is what the connection library alone holds per open
+// connection: this process opens from connections, then to, on a managed
+// server of engine, and divides its resident memory's growth (after a
+// garbage collection) by the connections added.
+func libraryCost(engine, work string, from, to int) (float64, error) {
+	ctx := context.Background()
+	o := managed.Options{DataDir: filepath.Join(work, engine+"-lib"), Settings: []string{fmt.Sprintf("max_connections=%d", to+50)}}
+	start := managed.Start
+	if engine == "mariadb" {
+		start = managed.StartMariaDB
+	}
+	inst, err := start(ctx, o)
+	if err != nil {
+		return 0, err
+	}
+	defer inst.Stop()
+	tg, err := target.Open(inst.URL())
+	if err != nil {
+		return 0, err
+	}
+	defer tg.Close()
+	var conns []target.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	open := func(n int) (float64, error) {
+		for len(conns) < n {
+			c, err := tg.Connect(ctx)
+			if err != nil {
+				return 0, err
+			}
+			if _, err := c.Exec(ctx, "SELECT 1"); err != nil {
+				return 0, err
+			}
+			conns = append(conns, c)
+		}
+		runtime.GC()
+		return rss(os.Getpid()), nil
+	}
+	a, err := open(from)
+	if err != nil {
+		return 0, err
+	}
+	b, err := open(to)
+	if err != nil {
+		return 0, err
+	}
+	return (b - a) * 1024 / float64(to-from), nil
 }
 
 // measure runs n sessions at rate and reads what they cost.

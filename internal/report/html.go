@@ -223,7 +223,6 @@ func (c *Comparison) charts() []template.HTML {
 	hist := func(title string, get func(r *result.Run) result.Histogram) {
 		var bs [][]metrics.Bucket
 		var names []string
-		present := map[int64]bool{}
 		for _, g := range c.Groups {
 			h, err := get(g.Runs[0]).Decode()
 			if err != nil {
@@ -232,33 +231,12 @@ func (c *Comparison) charts() []template.HTML {
 			if h.Count() == 0 {
 				continue // no latency (a recovered run's): no bars, not bars of zero
 			}
-			b := metrics.Log2Buckets(h)
-			for _, x := range b {
-				present[x.UpToMicros] = true
-			}
-			bs, names = append(bs, b), append(names, g.Label)
-		}
-		var cats []string
-		vals := make([][]float64, len(bs))
-		for u := int64(1); u <= 1<<40; u <<= 1 {
-			if !present[u] {
-				continue
-			}
-			cats = append(cats, "<"+short(float64(u))+"µs")
-			for i, b := range bs {
-				v := 0.0
-				for _, x := range b {
-					if x.UpToMicros == u {
-						v = x.Pct
-					}
-				}
-				vals[i] = append(vals[i], v)
-			}
+			bs, names = append(bs, metrics.Log2Buckets(h)), append(names, g.Label)
 		}
 		if len(names) == 0 {
 			return
 		}
-		out = append(out, barChart(title, "% of transactions", cats, names, vals))
+		out = append(out, bucketChart(title, "% of transactions", names, bs))
 	}
 	hist("COMMIT latency, log2 buckets (first run of each group)", func(r *result.Run) result.Histogram { return r.Commit })
 	for _, t := range c.Groups[0].Runs[0].Transactions {
@@ -277,26 +255,61 @@ func (c *Comparison) charts() []template.HTML {
 		if r.OS == nil || len(r.OS.Series) == 0 {
 			continue
 		}
-		start := r.OS.Series[0].From
-		var ls []line
-		for k, f := range []struct {
-			name string
-			get  func(i int) float64
-		}{
-			{"user", func(i int) float64 { return r.OS.Series[i].CPUUserPct }},
-			{"sys", func(i int) float64 { return r.OS.Series[i].CPUSystemPct }},
-			{"iowait", func(i int) float64 { return r.OS.Series[i].CPUIowaitPct }},
-			{"steal", func(i int) float64 { return r.OS.Series[i].CPUStealPct }},
-		} {
-			l := line{name: f.name, colour: palette[(k+2)%len(palette)]}
-			for i, s := range r.OS.Series {
-				l.x, l.y = append(l.x, s.To.Sub(start).Seconds()), append(l.y, f.get(i))
-			}
-			ls = append(ls, l)
-		}
-		out = append(out, lineChart("database host CPU split over time: "+g.Label+" (first run, source "+compare.HostSource(r)+")", "seconds", "% of all CPUs", ls))
+		out = append(out, hostCPUChart("database host CPU split over time: "+g.Label+" (first run, source "+compare.HostSource(r)+")", r.OS))
 	}
 	return out
+}
+
+// bucketChart draws latency histograms side by side: each named series
+// of log2 buckets as bars, over the buckets any of them has.
+func bucketChart(title, yLabel string, names []string, bs [][]metrics.Bucket) template.HTML {
+	present := map[int64]bool{}
+	for _, b := range bs {
+		for _, x := range b {
+			present[x.UpToMicros] = true
+		}
+	}
+	var cats []string
+	vals := make([][]float64, len(bs))
+	for u := int64(1); u <= 1<<40; u <<= 1 {
+		if !present[u] {
+			continue
+		}
+		cats = append(cats, "<"+short(float64(u))+"µs")
+		for i, b := range bs {
+			v := 0.0
+			for _, x := range b {
+				if x.UpToMicros == u {
+					v = x.Pct
+				}
+			}
+			vals[i] = append(vals[i], v)
+		}
+	}
+	return barChart(title, yLabel, cats, names, vals)
+}
+
+// hostCPUChart draws a host's CPU split (user, sys, iowait, steal) over
+// the OS series.
+func hostCPUChart(title string, o *result.OS) template.HTML {
+	start := o.Series[0].From
+	var ls []line
+	for k, f := range []struct {
+		name string
+		get  func(i int) float64
+	}{
+		{"user", func(i int) float64 { return o.Series[i].CPUUserPct }},
+		{"sys", func(i int) float64 { return o.Series[i].CPUSystemPct }},
+		{"iowait", func(i int) float64 { return o.Series[i].CPUIowaitPct }},
+		{"steal", func(i int) float64 { return o.Series[i].CPUStealPct }},
+	} {
+		l := line{name: f.name, colour: palette[(k+2)%len(palette)]}
+		for i, s := range o.Series {
+			l.x, l.y = append(l.x, s.To.Sub(start).Seconds()), append(l.y, f.get(i))
+		}
+		ls = append(ls, l)
+	}
+	return lineChart(title, "seconds", "% of all CPUs", ls)
 }
 
 // HTMLGenerator marks, in the head of every HTML report, a file that

@@ -44,57 +44,16 @@ func RunHTML(w io.Writer, r *result.Run) error {
 	// Every type's latency in one chart: log2 buckets, % of its count.
 	var names []string
 	var bs [][]metrics.Bucket
-	present := map[int64]bool{}
 	for _, t := range r.Transactions {
-		h, err := t.Latency.Decode()
-		if err != nil || h.Count() == 0 {
-			continue
+		if h, err := t.Latency.Decode(); err == nil && h.Count() > 0 {
+			names, bs = append(names, t.Name), append(bs, metrics.Log2Buckets(h))
 		}
-		b := metrics.Log2Buckets(h)
-		for _, x := range b {
-			present[x.UpToMicros] = true
-		}
-		names, bs = append(names, t.Name), append(bs, b)
 	}
 	if len(names) > 0 {
-		var cats []string
-		vals := make([][]float64, len(bs))
-		for u := int64(1); u <= 1<<40; u <<= 1 {
-			if !present[u] {
-				continue
-			}
-			cats = append(cats, "<"+short(float64(u))+"µs")
-			for i, b := range bs {
-				v := 0.0
-				for _, x := range b {
-					if x.UpToMicros == u {
-						v = x.Pct
-					}
-				}
-				vals[i] = append(vals[i], v)
-			}
-		}
-		charts = append(charts, barChart("latency by transaction type, log2 buckets (measured window)", "% of the type's transactions", cats, names, vals))
+		charts = append(charts, bucketChart("latency by transaction type, log2 buckets (measured window)", "% of the type's transactions", names, bs))
 	}
 	if r.OS != nil && len(r.OS.Series) > 0 {
-		start := r.OS.Series[0].From
-		var ls []line
-		for k, f := range []struct {
-			name string
-			get  func(i int) float64
-		}{
-			{"user", func(i int) float64 { return r.OS.Series[i].CPUUserPct }},
-			{"sys", func(i int) float64 { return r.OS.Series[i].CPUSystemPct }},
-			{"iowait", func(i int) float64 { return r.OS.Series[i].CPUIowaitPct }},
-			{"steal", func(i int) float64 { return r.OS.Series[i].CPUStealPct }},
-		} {
-			l := line{name: f.name, colour: palette[(k+2)%len(palette)]}
-			for i, o := range r.OS.Series {
-				l.x, l.y = append(l.x, o.To.Sub(start).Seconds()), append(l.y, f.get(i))
-			}
-			ls = append(ls, l)
-		}
-		charts = append(charts, lineChart("database host CPU over time (source "+r.OS.Source+")", "seconds", "% of all CPUs", ls))
+		charts = append(charts, hostCPUChart("database host CPU over time (source "+r.OS.Source+")", r.OS))
 	}
 	var tables []Table
 	for _, p := range []struct {

@@ -230,26 +230,9 @@ func TestWireCapturePsycopg(t *testing.T) {
 		execSQL(t, Target{URL: inst.URL()}, `CREATE TABLE typed(note text); CREATE TABLE sp(v int); CREATE TABLE copied(v int);
 			CREATE TABLE reused(v text); CREATE TABLE counter(id int PRIMARY KEY, n int); INSERT INTO counter VALUES (1, 0)`)
 	}, func(inst *managed.Instance) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrec := wire.NewRecorder("test proxy")
-		ctx, stop := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() {
-			served <- wire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wrec, wire.ProxyOptions{})
-		}()
-		dsn := "host=127.0.0.1 port=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + " user=" + inst.User + " dbname=" + inst.Database
-		out, err := exec.Command(py, script, dsn).CombinedOutput()
-		stop()
-		if serr := <-served; serr != nil {
-			t.Fatal(serr)
-		}
-		if err != nil {
-			t.Fatalf("psycopg client through the proxy: %v\n%s", err, out)
-		}
-		c = wrec.Capture()
+		c = throughProxy(t, inst, "psycopg", func(port int) *exec.Cmd {
+			return exec.Command(py, script, "host=127.0.0.1 port="+strconv.Itoa(port)+" user="+inst.User+" dbname="+inst.Database)
+		})
 	})
 	rec.capture = filepath.Join(t.TempDir(), "wire.capture")
 	if err := capture.Write(rec.capture, c); err != nil {
@@ -387,26 +370,10 @@ func TestWireCapturePgJDBC(t *testing.T) {
 	rec := record(t, func(inst *managed.Instance) {
 		execSQL(t, Target{URL: inst.URL()}, string(schema))
 	}, func(inst *managed.Instance) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrec := wire.NewRecorder("test proxy")
-		ctx, stop := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() {
-			served <- wire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wrec, wire.ProxyOptions{})
-		}()
-		url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/%s?user=%s&ApplicationName=jdbcapp", ln.Addr().(*net.TCPAddr).Port, inst.Database, inst.User)
-		out, err := exec.Command(java, "-cp", jar, app, url, "4").CombinedOutput()
-		stop()
-		if serr := <-served; serr != nil {
-			t.Fatal(serr)
-		}
-		if err != nil {
-			t.Fatalf("pgJDBC client through the proxy: %v\n%s", err, out)
-		}
-		c = wrec.Capture()
+		c = throughProxy(t, inst, "pgJDBC", func(port int) *exec.Cmd {
+			url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/%s?user=%s&ApplicationName=jdbcapp", port, inst.Database, inst.User)
+			return exec.Command(java, "-cp", jar, app, url, "4")
+		})
 	})
 	rec.capture = filepath.Join(t.TempDir(), "wire.capture")
 	if err := capture.Write(rec.capture, c); err != nil {
@@ -466,4 +433,30 @@ func pgJDBC(t *testing.T) (java, jar string) {
 		t.Skipf("no java or pgJDBC driver (%v): apt-get install default-jdk-headless; mvn dependency:get -Dartifact=org.postgresql:postgresql:42.7.4", err)
 	}
 	return java, jar
+}
+
+// throughProxy runs the client that cmd makes, given the proxy's port,
+// through a capture proxy relaying to inst's socket file, and returns
+// what the proxy recorded.
+func throughProxy(t *testing.T, inst *managed.Instance, name string, cmd func(port int) *exec.Cmd) *capture.Capture {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrec := wire.NewRecorder("test proxy")
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- wire.Serve(ctx, ln, filepath.Join(inst.SocketDir, ".s.PGSQL."+strconv.Itoa(inst.Port)), wrec, wire.ProxyOptions{})
+	}()
+	out, err := cmd(ln.Addr().(*net.TCPAddr).Port).CombinedOutput()
+	stop()
+	if serr := <-served; serr != nil {
+		t.Fatal(serr)
+	}
+	if err != nil {
+		t.Fatalf("%s client through the proxy: %v\n%s", name, err, out)
+	}
+	return wrec.Capture()
 }

@@ -80,13 +80,8 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			// The client sees its connection closed, as the server's
 			// refusal; the capture says why, once, and counts them.
 			client.Close()
-			rec.mu.Lock()
-			first := rec.skipped[reasonUpstream] == nil
-			rec.skip(capture.Dropped, reasonUpstream, upstream)
-			rec.mu.Unlock()
-			if first && o.Notify != nil {
-				o.Notify(fmt.Sprintf("cannot reach the server at --upstream %s (%v): clients are turned away until it answers", upstream, err))
-			}
+			o.counted(rec, capture.Dropped, reasonUpstream, upstream,
+				fmt.Sprintf("cannot reach the server at --upstream %s (%v): clients are turned away until it answers", upstream, err))
 			continue
 		}
 		if !track(client, true) || !track(server, true) {
@@ -101,24 +96,14 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			defer func() { track(client, false); track(server, false) }()
 			if rec.MySQL {
 				myRelay(client, server, s, o, func(addr string) {
-					rec.mu.Lock()
-					first := rec.skipped[reasonTLSGaveUp] == nil
-					rec.skip(capture.Flagged, reasonTLSGaveUp, addr)
-					rec.mu.Unlock()
-					if first && o.Notify != nil {
-						o.Notify(fmt.Sprintf("client %s closed its connection when offered no TLS: it requires TLS (give --tls-cert and --tls-key to accept it; the summary counts them)", addr))
-					}
+					o.counted(rec, capture.Flagged, reasonTLSGaveUp, addr,
+						fmt.Sprintf("client %s closed its connection when offered no TLS: it requires TLS (give --tls-cert and --tls-key to accept it; the summary counts them)", addr))
 				})
 				return
 			}
 			c, first, err := negotiate(client, o, func(addr string) {
-				rec.mu.Lock()
-				first := rec.skipped[reasonTLSRefused] == nil
-				rec.skip(capture.Flagged, reasonTLSRefused, addr)
-				rec.mu.Unlock()
-				if first && o.Notify != nil {
-					o.Notify(fmt.Sprintf("client %s asked for TLS: answered that there is none (give --tls-cert and --tls-key to accept it); a client that requires TLS gives up (the summary counts them)", addr))
-				}
+				o.counted(rec, capture.Flagged, reasonTLSRefused, addr,
+					fmt.Sprintf("client %s asked for TLS: answered that there is none (give --tls-cert and --tls-key to accept it); a client that requires TLS gives up (the summary counts them)", addr))
 			})
 			if err != nil {
 				client.Close()
@@ -139,6 +124,18 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			}
 			relay(c, server, s)
 		}()
+	}
+}
+
+// counted counts a client under reason in the capture's summary and, the
+// first time, tells Notify line.
+func (o ProxyOptions) counted(rec *Recorder, effect capture.SkipEffect, reason, first, line string) {
+	rec.mu.Lock()
+	once := rec.skipped[reason] == nil
+	rec.skip(effect, reason, first)
+	rec.mu.Unlock()
+	if once && o.Notify != nil {
+		o.Notify(line)
 	}
 }
 
