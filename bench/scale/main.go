@@ -143,8 +143,8 @@ func main() {
 
 // libraryCost is what the connection library alone holds per open
 // connection: this process opens from connections, then to, on a managed
-// server of engine, and divides its resident memory's growth (after a
-// garbage collection) by the connections added.
+// server of engine, and divides the growth of its heap and stacks in use
+// (after a garbage collection) by the connections added.
 func libraryCost(engine, work string, from, to int) (float64, error) {
 	ctx := context.Background()
 	o := managed.Options{DataDir: filepath.Join(work, engine+"-lib"), Settings: []string{fmt.Sprintf("max_connections=%d", to+50)}}
@@ -179,8 +179,12 @@ func libraryCost(engine, work string, from, to int) (float64, error) {
 			}
 			conns = append(conns, c)
 		}
+		// Heap and goroutine stacks in use after a collection: what the
+		// connections hold, whatever an earlier probe left to the OS.
 		runtime.GC()
-		return rss(os.Getpid()), nil
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapInuse+m.StackInuse) / (1 << 20), nil
 	}
 	a, err := open(from)
 	if err != nil {

@@ -3,10 +3,11 @@
 // Grafana users already watch their databases with: transactions by type
 // and outcome, latency histograms with the result's buckets, sessions,
 // phase, the target rate and its lag, a replay's lag and divergences, the
-// driver's CPU and the Go scheduler's latency, reconnects and open outages. It is
-// written with the Prometheus Go client library; it owns the HTTP server
-// and the metrics, and is fed by the driver and the replay through small
-// methods. Nothing in it knows a workload or a database.
+// driver's CPU and the Go scheduler's latency, reconnects and open
+// outages. It is written with the Prometheus Go client library; it owns
+// the HTTP server and the metrics, which the runner feeds through small
+// methods (a Run is the driver's Observer). Nothing in it knows a
+// workload or a database.
 package live
 
 import (
@@ -320,22 +321,4 @@ func (s *Run) Divergent(kind string, n int64) {
 	if s != nil && n > 0 {
 		s.divergent.WithLabelValues(kind).Add(float64(n))
 	}
-}
-
-// Names lists the metric names the server exposes (for the dashboard's
-// test): each family's name, and a histogram's _bucket, _sum and _count.
-func (s *Server) Names() ([]string, error) {
-	mfs, err := s.reg.Gather()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, mf := range mfs {
-		n := mf.GetName()
-		out = append(out, n)
-		if mf.GetType().String() == "HISTOGRAM" {
-			out = append(out, n+"_bucket", n+"_sum", n+"_count")
-		}
-	}
-	return out, nil
 }
