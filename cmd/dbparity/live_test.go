@@ -278,3 +278,53 @@ func TestLiveMetricsFrozen(t *testing.T) {
 		t.Errorf("after the freeze: %v", after["dbparity_outage_open"])
 	}
 }
+
+// ab serves one endpoint for all its rounds: each side's series under its
+// label, and after the last round (the endpoint lingers) each side's
+// commits equal its results' in all phases.
+func TestABLiveMetrics(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--load", "--warehouses", "1", "--users", "2",
+		"--rounds", "2", "--duration", "1s", "--warmup", "0s", "--prefix", "ab", "--metrics-addr", "127.0.0.1:0", "--metrics-linger", "1s")
+	cmd.Dir = dir
+	w := newOutputWatch("live metrics at ")
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := w.await(t, cmd)
+	addr := strings.TrimSuffix(line[strings.Index(line, "http://")+len("http://"):], "/metrics")
+	var last map[string]*dto.MetricFamily
+	for {
+		mf := scrapeFamilies(addr)
+		if mf == nil {
+			break
+		}
+		last = mf
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ab: %v\n%s", err, w.buf.String())
+	}
+	for _, side := range []string{"a", "b"} {
+		var want int64
+		for round := 1; round <= 2; round++ {
+			r, err := result.Read(filepath.Join(dir, fmt.Sprintf("ab-%s-%d.json", side, round)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, iv := range r.Series {
+				want += iv.Commits
+			}
+		}
+		var got float64
+		for _, m := range last["dbparity_transactions_total"].GetMetric() {
+			if labelOf(m, "label") == side && labelOf(m, "outcome") == "committed" {
+				got += m.GetCounter().GetValue()
+			}
+		}
+		if got != float64(want) || want == 0 {
+			t.Errorf("side %s: %.0f commits scraped, %d in its results", side, got, want)
+		}
+	}
+}
