@@ -57,6 +57,10 @@ type myStmt struct {
 	text    string
 	nparams int
 	types   []uint16 // the last bound types (type, flags<<8)
+	// long holds the data COM_STMT_SEND_LONG_DATA sent for a parameter
+	// since the last execution: the execution then carries no value for
+	// it.
+	long map[int][]byte
 }
 
 // myCmd is a command and where its answer has got to.
@@ -189,7 +193,17 @@ func (s *session) myCommand(c byte, body []byte, at time.Time) {
 			delete(m.stmts, binary.LittleEndian.Uint32(body))
 		}
 	case comStmtLong:
-		// No answer; its data goes with the next execution, not decoded.
+		// No answer: a parameter's value in pieces (statement id,
+		// parameter, data), bound at the next execution.
+		if len(body) >= 6 {
+			if st := m.stmts[binary.LittleEndian.Uint32(body)]; st != nil {
+				if st.long == nil {
+					st.long = map[int][]byte{}
+				}
+				i := int(binary.LittleEndian.Uint16(body[4:]))
+				st.long[i] = append(st.long[i], body[6:]...)
+			}
+		}
 	case comQuit:
 		s.r.mu.Lock()
 		s.end = at
@@ -385,9 +399,15 @@ func (st *myStmt) bind(r *msg) (string, bool) {
 		return "", false
 	}
 	vals := make([]string, st.nparams)
+	long := st.long
+	st.long = nil // an execution resets the long data
 	for i := range vals {
 		if nulls[i/8]&(1<<(i%8)) != 0 {
 			vals[i] = "NULL"
+			continue
+		}
+		if d, ok := long[i]; ok {
+			vals[i] = quoteString(d)
 			continue
 		}
 		v, ok := myValue(r, st.types[i])

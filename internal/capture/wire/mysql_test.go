@@ -147,3 +147,50 @@ func TestMyMidstream(t *testing.T) {
 		}
 	}
 }
+
+// A parameter sent in pieces (COM_STMT_SEND_LONG_DATA) is bound at the
+// next execution, whose packet carries no value for it; the one after it
+// carries its own again.
+func TestMyLongData(t *testing.T) {
+	pkt := func(seq byte, payload ...byte) []byte {
+		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), 0, seq}, payload...)
+	}
+	rec := NewRecorder("test")
+	rec.MySQL = true
+	x := rec.openMidstream("10.0.0.2:40000", time.Now())
+	now := time.Now()
+	x.FromClient(pkt(0, append([]byte{comStmtPrepare}, "INSERT INTO t VALUES (?, ?)"...)...), now)
+	// id 7, no columns, 2 parameters; their definitions, then EOF.
+	x.FromServer(pkt(1, 0, 7, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0), now)
+	colDef := append([]byte("\x03def"), "\x00\x00\x00\x01?\x00\x0c\x3f\x00\x00\x00\x00\x00\xfd\x80\x00\x00\x00\x00"...)
+	x.FromServer(pkt(2, colDef...), now)
+	x.FromServer(pkt(3, colDef...), now)
+	x.FromServer(pkt(4, 0xfe, 0, 0, 2, 0), now)
+	long := func(param byte, data string) []byte {
+		return pkt(0, append([]byte{comStmtLong, 7, 0, 0, 0, param, 0}, data...)...)
+	}
+	x.FromClient(long(1, "it's "), now)
+	x.FromClient(long(1, "long"), now)
+	// Execute: id, flags, iterations, null bitmap, types bound (int, blob),
+	// then only parameter 0's value.
+	exec := func(values ...byte) []byte {
+		b := []byte{comStmtExecute, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0x03, 0, 0xfc, 0}
+		return pkt(0, append(b, values...)...)
+	}
+	x.FromClient(exec(5, 0, 0, 0), now)
+	x.FromServer(pkt(1, 0, 1, 0, 2, 0, 0, 0), now)
+	x.FromClient(exec(6, 0, 0, 0, 2, 'h', 'i'), now)
+	x.FromServer(pkt(1, 0, 1, 0, 2, 0, 0, 0), now)
+	x.Close(now)
+	c := rec.Capture()
+	var texts []string
+	for _, ss := range c.Sessions {
+		for _, st := range ss.Statements {
+			texts = append(texts, c.Texts[st.Text])
+		}
+	}
+	want := []string{`INSERT INTO t VALUES (5, 'it\'s long')`, `INSERT INTO t VALUES (6, 'hi')`}
+	if len(texts) != 2 || texts[0] != want[0] || texts[1] != want[1] {
+		t.Errorf("statements %q, want %q", texts, want)
+	}
+}
