@@ -208,14 +208,6 @@ func Run(ctx context.Context, o RunOptions) error {
 			return UsageError{err}
 		}
 	}
-	if o.Live == nil && o.MetricsAddr != "" {
-		srv, err := startLive(o.MetricsAddr, o.MetricsLinger, o.Label, o.Workload.Meta().Name, o.Part, o.Stderr)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		o.Live = srv
-	}
 	if o.Part != nil {
 		if len(o.Targets) > 1 || o.Repeat > 1 {
 			return UsageError{errPartsAlone}
@@ -235,6 +227,14 @@ func Run(ctx context.Context, o RunOptions) error {
 		// Collectors run once, on part 0: the others' would count the
 		// same database twice.
 		o.Collect.Off = o.Collect.Off || o.Part.Index != 0
+	}
+	if o.Live == nil && o.MetricsAddr != "" {
+		srv, err := startLive(o.MetricsAddr, o.MetricsLinger, o.Label, o.Workload.Meta().Name, o.Part, o.Stderr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		o.Live = srv
 	}
 	// The statement timeout bounds the connection attempts too.
 	o.Target.Timeout = cmp.Or(o.Target.Timeout, o.Faults.withDefaults().StatementTimeout)
