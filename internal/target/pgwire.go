@@ -3,9 +3,11 @@ package target
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -67,9 +69,13 @@ func (p *pgConn) prepared(ctx context.Context, sql string) (*pgStmt, error) {
 		p.w.stmts = map[string]*pgStmt{}
 	}
 	p.trips.Add(1)
-	sd, err := p.c.PgConn().Prepare(ctx, "dbparity_"+strconv.Itoa(len(p.w.stmts)+1), sql, nil)
+	name := "dbparity_" + strconv.Itoa(len(p.w.stmts)+1)
+	if p.unnamed {
+		name = "" // described once, then sent whole each time
+	}
+	sd, err := p.c.PgConn().Prepare(ctx, name, sql, nil)
 	if err != nil {
-		return nil, err
+		return nil, poolerHint(err)
 	}
 	s := &pgStmt{sd: sd, resultFormats: make([]int16, len(sd.Fields))}
 	for i, f := range sd.Fields {
@@ -123,7 +129,11 @@ func (p *pgConn) SendBatch(ctx context.Context, b *Batch) error {
 	next := 0
 	for i, s := range w.batch {
 		n := len(b.items[i].Args)
-		pl.SendQueryStatement(s.sd, w.vals[next:next+n], w.fmts[next:next+n], s.resultFormats)
+		if p.unnamed {
+			pl.SendQueryParams(s.sd.SQL, w.vals[next:next+n], s.sd.ParamOIDs, w.fmts[next:next+n], s.resultFormats)
+		} else {
+			pl.SendQueryStatement(s.sd, w.vals[next:next+n], w.fmts[next:next+n], s.resultFormats)
+		}
 		next += n
 	}
 	p.stmts.Add(int64(len(b.items)))
@@ -151,7 +161,19 @@ func (p *pgConn) SendBatch(ctx context.Context, b *Batch) error {
 	if err := pl.Close(); first == nil {
 		first = err
 	}
-	return first
+	return poolerHint(first)
+}
+
+// poolerHint names the remedy when a statement prepared by name is
+// missing, or already there, on the server connection: the mark of a
+// transaction-mode pooler (PgBouncer before 1.21) between dbparity and
+// the server, which hands each transaction any server connection.
+func poolerHint(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "26000" && pe.Code != "42P05") || !strings.Contains(pe.Message, "dbparity_") {
+		return err
+	}
+	return fmt.Errorf("%w (a transaction-mode pooler between dbparity and the server? add default_query_exec_mode=exec to the target URL: no statement is then prepared by name)", err)
 }
 
 // read takes one statement's result into it.

@@ -42,7 +42,16 @@ func openPostgres(raw string) (*Target, error) {
 	}
 	// Prepared once per connection, then executed with the binary protocol:
 	// the cheapest way for the driver to send the same statements again.
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	// Unless the URL says otherwise (default_query_exec_mode=exec or
+	// simple_protocol): a transaction-mode pooler (PgBouncer before 1.21)
+	// keeps no statement prepared on one server connection for the next
+	// transaction, so then no statement is named at all.
+	unnamed := false
+	if strings.Contains(connString, "default_query_exec_mode") {
+		unnamed = cfg.DefaultQueryExecMode == pgx.QueryExecModeExec || cfg.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol
+	} else {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	}
 	t := &Target{Dialect: Postgres, URL: shown, pgConfig: cfg, host: cfg.Host}
 	t.connect = func(ctx context.Context, app string) (Conn, error) {
 		cc := cfg.Copy()
@@ -56,7 +65,7 @@ func openPostgres(raw string) (*Target, error) {
 		if err != nil {
 			return nil, connectFailure(connectMessage(err), err)
 		}
-		return &pgConn{c: c}, nil
+		return &pgConn{c: c, unnamed: unnamed}, nil
 	}
 	return t, nil
 }
@@ -117,10 +126,13 @@ func connectMessage(err error) string {
 }
 
 type pgConn struct {
-	c     *pgx.Conn
-	stmts atomic.Int64 // read by the driver's watchdog while a statement runs
-	trips atomic.Int64 // round trips: one a statement, one a batch
-	w     wire         // SendBatch's prepared statements and storage
+	c *pgx.Conn
+	// unnamed: every statement is sent whole (Parse, Bind, Execute in one
+	// round trip), none prepared by name (default_query_exec_mode=exec).
+	unnamed bool
+	stmts   atomic.Int64 // read by the driver's watchdog while a statement runs
+	trips   atomic.Int64 // round trips: one a statement, one a batch
+	w       wire         // SendBatch's prepared statements and storage
 }
 
 func (p *pgConn) Exec(ctx context.Context, sql string, args ...any) (int64, error) {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/target/managed"
+)
+
+// Through PgBouncer in transaction mode (1.18 here: it keeps no statement
+// prepared on one server connection for the next transaction), 8
+// sessions on a pool of 2 server connections: with
+// default_query_exec_mode=exec in the target URL nothing is named, every
+// transaction commits and check passes; prepared by name (the default),
+// the sessions meet statements another server connection prepared.
+func TestThroughTransactionPooler(t *testing.T) {
+	bouncer, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"} {
+			if _, err := os.Stat(p); err == nil {
+				bouncer = p
+			}
+		}
+	}
+	if bouncer == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but pgbouncer is not installed (.ci/run installs it)")
+		}
+		t.Skip("no pgbouncer: apt-get install pgbouncer to run this test")
+	}
+	pgData := managedDataDir(t)
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData, Loopback: true,
+		Settings: []string{"fsync=off", "autovacuum=off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Stop() })
+	dir := filepath.Dir(pgData)
+	direct := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", inst.User, inst.Port, inst.Database)
+	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "2", "--target", direct); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	conf := filepath.Join(dir, "pgbouncer.ini")
+	users := filepath.Join(dir, "userlist.txt")
+	os.WriteFile(users, []byte(fmt.Sprintf("%q \"\"\n", inst.User)), 0o644)
+	os.WriteFile(conf, []byte(fmt.Sprintf(`[databases]
+%[1]s = host=127.0.0.1 port=%[2]d dbname=%[1]s user=%[3]s
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %[4]d
+unix_socket_dir =
+auth_type = trust
+auth_file = %[5]s
+pool_mode = transaction
+default_pool_size = 2
+max_client_conn = 100
+`, inst.Database, inst.Port, inst.User, port, users)), 0o644)
+	args := []string{conf}
+	if os.Geteuid() == 0 {
+		args = []string{"-u", managed.OSUser, conf} // it refuses to run as root
+	}
+	cmd := exec.Command(bouncer, args...)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if i == 50 {
+			t.Fatalf("pgbouncer did not listen:\n%s", log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pooled := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", inst.User, port, inst.Database)
+	run := func(label, url string) (*result.Run, string) {
+		code, _, stderr := dbparity(t, dir, "run", "--target", url, "--users", "8", "--warmup", "1s", "--duration", "3s",
+			"--label", label, "--out", label+".json", "--force")
+		r, err := result.Read(filepath.Join(dir, label+".json"))
+		if err != nil {
+			t.Fatalf("%s: exit %d, no result: %v\n%s", label, code, err, stderr)
+		}
+		return r, stderr
+	}
+	r, stderr := run("unnamed", pooled+"&default_query_exec_mode=exec")
+	s := r.Summarize()
+	if s.Errors != 0 || s.Commits < 100 || r.Failed {
+		t.Errorf("through the pooler, unnamed: %d commits, %d errors %v, failed %v\n%s", s.Commits, s.Errors, s.ErrorsByClass, r.FailedReason, stderr)
+	}
+	if code, _, stderr := dbparity(t, dir, "check", "--target", pooled+"&default_query_exec_mode=exec"); code != 0 {
+		t.Errorf("check through the pooler: exit %d\n%s", code, stderr)
+	}
+	named, _ := run("named", pooled)
+	ns := named.Summarize()
+	t.Logf("through PgBouncer (transaction mode, 2 server connections, 8 sessions): unnamed %.0f tps, %d errors; named %.0f tps, %d errors %v",
+		s.TPS, s.Errors, ns.TPS, ns.Errors, ns.ErrorsByClass)
+	if ns.Errors == 0 {
+		t.Error("prepared by name through a transaction-mode pooler, nothing failed: the test does not reach the pooler's limit")
+	}
+	// What the unnamed path costs, straight to the server (logged, not
+	// judged: one short run each).
+	dn, _ := run("direct-named", direct)
+	du, _ := run("direct-unnamed", direct+"&default_query_exec_mode=exec")
+	if a, b := dn.Summarize(), du.Summarize(); a.DriverCPUPerTxUs != nil && b.DriverCPUPerTxUs != nil {
+		t.Logf("straight to the server: named %.0f tps, %.0f µs driver CPU per transaction, %.1f round trips; unnamed %.0f tps, %.0f µs, %.1f round trips",
+			a.TPS, *a.DriverCPUPerTxUs, a.RoundTripsPerTx, b.TPS, *b.DriverCPUPerTxUs, b.RoundTripsPerTx)
+	}
+	hint := false
+	for _, m := range named.ErrorSamples {
+		hint = hint || strings.Contains(m, "add default_query_exec_mode=exec to the target URL")
+	}
+	if !hint {
+		t.Errorf("the named run's errors do not name the remedy: %v", named.ErrorSamples)
+	}
+}
