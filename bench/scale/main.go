@@ -4,8 +4,9 @@
 // slob reading (no update, so the sessions do not contend for rows) at
 // one total rate (--rate) for every session count, and prints per count:
 // the rate reached, the driver's CPU per transaction and its ratio to the
-// smallest count's, the Go scheduler's latency p99, how long the sessions
-// took to connect, and the driver's resident memory (VmRSS, sampled every
+// smallest count's, the Go scheduler's latency p99, how long the server's
+// start and the sessions' connecting took (from the command's start to
+// the measured window, less the warm-up), and the driver's resident memory (VmRSS, sampled every
 // second of the measured window) with, against the smallest count, the
 // memory each further session costs (the connection library's included),
 // beside what the connection library alone holds per connection (this
@@ -122,7 +123,7 @@ func main() {
 	}
 	fmt.Printf("\n## dbparity with thousands of sessions\n\n%s UTC; slob reading (--update-pct 0), %g transactions/s in total at every count, %s measured after %s\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), *rate, *duration, *warmup)
-	fmt.Println("| engine | sessions | tps | driver CPU µs/tx | vs first | sched p99 ms | connect s | driver RSS MB | KB per further session | of it the library's |")
+	fmt.Println("| engine | sessions | tps | driver CPU µs/tx | vs first | sched p99 ms | start and connect s | driver RSS MB | KB per further session | of it the library's |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		if r.failed != "" {

@@ -494,7 +494,7 @@ func (m major) String() string {
 func (m major) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil || !slices.Contains(managed.SupportedMajors, n) {
-		return fmt.Errorf("choose a major version: %s", strings.Trim(fmt.Sprint(managed.SupportedMajors), "[]"))
+		return fmt.Errorf("choose a major version: %s", managed.SupportedText())
 	}
 	*m.n = n
 	return nil

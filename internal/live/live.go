@@ -128,13 +128,17 @@ func Listen(addr string, l Labels, o Options) (*Server, error) {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Close stops serving, waiting at most a few seconds for scrapes in
-// flight.
-func (s *Server) Close() error {
+// Close stops serving, after serving the final values for the linger
+// (Options.Linger) unless ctx ends first (Ctrl-C), waiting at most a few
+// seconds for scrapes in flight.
+func (s *Server) Close(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
-	time.Sleep(s.linger)
+	select {
+	case <-time.After(s.linger):
+	case <-ctx.Done():
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -114,7 +115,7 @@ func TestEndpoint(t *testing.T) {
 	if _, err := Listen(s.Addr(), Labels{}, Options{}); err == nil || !strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a second server on %s: %v", s.Addr(), err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := http.Get("http://" + s.Addr() + "/metrics"); err == nil {
@@ -148,7 +149,7 @@ func TestDashboardMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	r := s.Run(Labels{Label: "x"})
 	r.Tick(State{Phase: "measure", Outage: true})
 	r.Transaction("t", Committed, "", 1, time.Millisecond)

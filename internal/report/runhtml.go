@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 
+	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -53,7 +54,7 @@ func RunHTML(w io.Writer, r *result.Run) error {
 		charts = append(charts, bucketChart("latency by transaction type, log2 buckets (measured window)", "% of the type's transactions", names, bs))
 	}
 	if r.OS != nil && len(r.OS.Series) > 0 {
-		charts = append(charts, hostCPUChart("database host CPU over time (source "+r.OS.Source+")", r.OS))
+		charts = append(charts, hostCPUChart("database host CPU over time (source "+compare.HostSource(r)+")", r.OS))
 	}
 	var tables []Table
 	for _, p := range []struct {

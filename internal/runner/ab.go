@@ -49,7 +49,7 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer srv.Close()
+		defer srv.Close(ctx)
 		o.Live = srv
 	}
 	if o.LabelA == "" {

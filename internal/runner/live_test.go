@@ -48,7 +48,7 @@ func TestReplayLiveMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer srv.Close(context.Background())
 	var out bytesBuffer
 	path := filepath.Join(t.TempDir(), "replay.json")
 	if err := Replay(context.Background(), ReplayOptions{Common: Common{Target: Target{URL: inst.URL()}, Stdout: &out, Stderr: &out},

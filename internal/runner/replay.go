@@ -83,7 +83,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		if err != nil {
 			return err
 		}
-		defer srv.Close()
+		defer srv.Close(ctx)
 		o.Live = srv
 	}
 	switch o.Sync {

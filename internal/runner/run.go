@@ -233,7 +233,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err != nil {
 			return err
 		}
-		defer srv.Close()
+		defer srv.Close(ctx)
 		o.Live = srv
 	}
 	// The statement timeout bounds the connection attempts too.

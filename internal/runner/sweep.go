@@ -131,7 +131,7 @@ func Sweep(ctx context.Context, o SweepOptions) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer srv.Close()
+		defer srv.Close(ctx)
 		o.Live = srv
 	}
 	for _, v := range o.Values {

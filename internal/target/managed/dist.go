@@ -76,7 +76,7 @@ func Binaries(ctx context.Context, o Options) (bin, version string, err error) {
 // installation's, or one unpacked from dist or from an archive in cache.
 func findVersion(ctx context.Context, major int, dist, cache string, log func(string, ...any)) (string, error) {
 	if !slices.Contains(SupportedMajors, major) {
-		return "", fmt.Errorf("--pg-version %d: choose one of %s", major, joinInts(SupportedMajors))
+		return "", fmt.Errorf("--pg-version %d: choose one of %s", major, SupportedText())
 	}
 	if dist != "" {
 		return unpackDist(ctx, dist, major, cache, log)
@@ -132,6 +132,19 @@ func unpackDist(ctx context.Context, archive string, major int, cache string, lo
 	st, err := f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("--pg-dist %s: %w", archive, err)
+	}
+	// Unpacked before from this archive: its mark names it.
+	if abs, err := filepath.Abs(archive); err == nil {
+		marks, _ := filepath.Glob(filepath.Join(cache, "*", unpackedMark))
+		for _, m := range marks {
+			if b, err := os.ReadFile(m); err == nil && string(b) == abs+"\n" {
+				bin := filepath.Join(filepath.Dir(m), "bin")
+				if v, err := serverVersion(ctx, bin); err == nil && majorOfVersion(v) == major {
+					return bin, nil
+				}
+			}
+		}
+		archive = abs
 	}
 	// Where it goes is known only from its postgres --version: unpack
 	// into a temporary directory beside the others, then rename.
@@ -287,6 +300,9 @@ func compareVersions(a, b string) int {
 	}
 	return 0
 }
+
+// SupportedText lists the supported majors, for messages.
+func SupportedText() string { return joinInts(SupportedMajors) }
 
 func joinInts(v []int) string {
 	var b bytes.Buffer

@@ -85,6 +85,10 @@ func TestDistVersions(t *testing.T) {
 	if again, err := findVersion(ctx, 17, "", cache, log); err != nil || again != bin || len(lines) != 0 {
 		t.Errorf("second time: %s, %v, %q", again, err, lines)
 	}
+	// Given again with --pg-dist: not unpacked again.
+	if again, err := findVersion(ctx, 17, jar, cache, log); err != nil || again != bin || len(lines) != 0 {
+		t.Errorf("the same archive again: %s, %v, %q", again, err, lines)
+	}
 	// An archive left in the cache by mvn is unpacked without --pg-dist.
 	distJar(t, cache, "16.6")
 	if b16, err := findVersion(ctx, 16, "", cache, log); err != nil || b16 != filepath.Join(cache, "16.6", "bin") {
