@@ -25,7 +25,8 @@ type BatchItem struct {
 	NoRows bool
 	// Each, when set, is called for every row (a Query).
 	Each func(Rows) error
-	// Affected is the rows an Exec changed.
+	// Affected is the rows an Exec changed; -1 where the dialect does not
+	// report it (MySQL's batch that also returns rows: mysqlConn.SendBatch).
 	Affected int64
 	// begin opens a transaction in this mode (Begin).
 	begin *TxMode

@@ -143,14 +143,67 @@ func TestMySQLSession(t *testing.T) {
 	if err := c.QueryRow(ctx, "UPDATE acct SET bal = 0 WHERE id = $1 RETURNING bal", 99).Scan(&bal); !errors.Is(err, ErrNoRows) {
 		t.Errorf("UPDATE ... RETURNING of no row: %v", err)
 	}
+	// A batch is one round trip: one text of several statements, its
+	// arguments interpolated (a quote, a backslash, a NULL, a time).
 	var b Batch
+	trips0, stmts0 := c.RoundTrips(), c.Statements()
 	one := b.QueryRow("SELECT $2 - $1", []any{&bal}, 1, 5)
 	b.Exec("UPDATE acct SET bal = bal - 1 WHERE id = $1", 2)
-	if err := c.SendBatch(ctx, &b); err != nil || bal != 4 || b.Item(one+1).Affected != 1 {
+	var upNote string
+	ret := b.QueryRow("UPDATE acct SET note = $2 WHERE id = $1 RETURNING note", []any{&upNote}, 2, `it's a \ ; b`)
+	none := b.QueryRow("SELECT note FROM acct WHERE id = $1", []any{&note}, 99)
+	var ids []int64
+	b.Query("SELECT id FROM acct WHERE id > $1 ORDER BY id", func(r Rows) error {
+		var id int64
+		err := r.Scan(&id)
+		ids = append(ids, id)
+		return err
+	}, 0)
+	var null *string
+	var when time.Time
+	at := time.Date(2026, 11, 26, 10, 11, 12, 345678000, time.UTC)
+	b.QueryRow("SELECT $1, CAST($2 AS DATETIME(6))", []any{&null, &when}, nil, at)
+	if err := c.SendBatch(ctx, &b); err != nil || bal != 4 || b.Item(one+1).Affected != -1 {
 		t.Errorf("batch: %v %v %+v", bal, err, b.Item(one+1))
+	}
+	if upNote != `it's a \ ; b` || !b.Item(none).NoRows || b.Item(ret).NoRows || len(ids) != 2 || null != nil || !when.Equal(at) {
+		t.Errorf("batch read %q, no rows %v, ids %v, null %v, time %v", upNote, b.Item(none).NoRows, ids, null, when)
+	}
+	if d, n := c.RoundTrips()-trips0, c.Statements()-stmts0; d != 1 || n != 7 {
+		t.Errorf("batch of 6 statements (one split in two) took %d round trips, counted %d statements", d, n)
+	}
+	// A batch of Execs alone counts each one's rows; an argument may be a
+	// pointer (a scan destination of an earlier batch), as database/sql
+	// takes it.
+	b.Reset()
+	id1 := int64(1)
+	trips0 = c.RoundTrips()
+	b.Exec("UPDATE acct SET bal = bal + 1 WHERE id > $1", 0)
+	b.Exec("UPDATE acct SET bal = bal + 1 WHERE id = $1", 99)
+	b.Exec("UPDATE acct SET bal = bal + 1 WHERE id = $1", &id1)
+	if err := c.SendBatch(ctx, &b); err != nil || b.Item(0).Affected != 2 || b.Item(1).Affected != 0 || b.Item(2).Affected != 1 {
+		t.Errorf("batch of Execs: %v, affected %d %d %d", err, b.Item(0).Affected, b.Item(1).Affected, b.Item(2).Affected)
+	}
+	if d := c.RoundTrips() - trips0; d != 1 {
+		t.Errorf("batch of 3 Execs took %d round trips", d)
 	}
 	if err := c.Commit(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The server stops at a batch's first error, which keeps its number.
+	b.Reset()
+	b.Begin(ReadWrite)
+	b.Exec("INSERT INTO acct (id, bal, note) VALUES ($1, 0, 'dup')", 1)
+	b.QueryRow("SELECT count(*) FROM acct WHERE note = $1", []any{&bal}, "dup")
+	err = c.SendBatch(ctx, &b)
+	if SQLState(err) != "23000" || Classify(err).Lost || c.Lost() {
+		t.Errorf("duplicate key in a batch: %v (state %q, %+v)", err, SQLState(err), Classify(err))
+	}
+	if err := c.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM acct WHERE note = $1", "dup").Scan(&bal); err != nil || bal != 0 {
+		t.Errorf("after the failed batch: %v rows, %v", bal, err)
 	}
 	var trips, stmts int64
 	for range 2 { // the first prepares

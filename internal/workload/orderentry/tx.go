@@ -631,7 +631,8 @@ func (w *worker) delivery(ctx context.Context, c target.Conn) error {
 	}
 	for k, d := range found {
 		// The oldest new order was locked FOR UPDATE (PostgreSQL) or the
-		// write lock is held (SQLite): no one else deleted it.
+		// write lock is held (SQLite): no one else deleted it. (MySQL's
+		// batch does not count the DELETE's rows: Affected is -1.)
 		if b.Item(3*k).Affected == 0 || b.Item(3*k+1).NoRows {
 			return fmt.Errorf("delivery: new order %d of district %d.%d vanished", x.dlOids[d], w.w, d+1)
 		}
