@@ -12,7 +12,14 @@
 // beside what the connection library alone holds per connection (this
 // benchmark opens the connections itself and measures its own memory).
 //
-//	go run ./bench/scale [-dbparity PATH] [-engines postgres,mariadb] [-sessions 64,2000] [-rate 400] [-duration 5m] [-warmup 30s]
+//	go run ./bench/scale [-dbparity PATH] [-engines postgres,mariadb,pgbouncer] [-sessions 64,2000] [-bouncer-sessions 64,5000] [-rate 400] [-duration 5m] [-warmup 30s]
+//
+// The engine pgbouncer is PostgreSQL behind PgBouncer in transaction mode
+// (Debian's package, started by this benchmark on loopback TCP, 20
+// server connections): the sessions connect to it with
+// default_query_exec_mode=exec, the mode a transaction pooler needs, so
+// its figures include the unprepared path's cost; -bouncer-sessions are
+// its counts.
 //
 // Targets (issue 33): memory per session ≤ 64 KB beyond the connection
 // library's own, CPU per transaction within 1.2x of the 64-session
@@ -27,11 +34,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +64,9 @@ type row struct {
 
 func main() {
 	bin := flag.String("dbparity", "", "the dbparity binary (default: built from this checkout)")
-	engines := flag.String("engines", "postgres,mariadb", "managed engines to run")
+	engines := flag.String("engines", "postgres,mariadb,pgbouncer", "managed engines to run (pgbouncer: PostgreSQL behind PgBouncer)")
 	counts := flag.String("sessions", "64,2000", "session counts, the first the baseline")
+	bouncerCounts := flag.String("bouncer-sessions", "64,5000", "session counts through PgBouncer, the first the baseline")
 	rate := flag.Float64("rate", 400, "the total rate, transactions/s, the same at every count")
 	duration := flag.Duration("duration", 5*time.Minute, "measured window of each run")
 	warmup := flag.Duration("warmup", 30*time.Second, "warm-up of each run")
@@ -73,42 +83,62 @@ func main() {
 			fail(fmt.Errorf("build dbparity: %v\n%s", err, out))
 		}
 	}
-	var ns []int
-	for _, s := range strings.Split(*counts, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			fail(fmt.Errorf("-sessions %s: whole numbers above 0", *counts))
-		}
-		ns = append(ns, n)
+	direct, err := parseCounts("-sessions", *counts)
+	if err != nil {
+		fail(err)
 	}
-	maxN := ns[0]
-	for _, n := range ns {
-		maxN = max(maxN, n)
+	pooled, err := parseCounts("-bouncer-sessions", *bouncerCounts)
+	if err != nil {
+		fail(err)
 	}
 	var rows []row
 	lib := map[string]float64{} // the connection library's KB per connection
 	for _, engine := range strings.Split(*engines, ",") {
-		kb, err := libraryCost(engine, work, ns[0], maxN)
-		if err != nil {
-			logf("%s: the library's own cost not measured: %v", engine, err)
-		} else {
-			lib[engine] = kb
-			logf("%s: the connection library holds %.0f KB per connection", engine, kb)
+		ns := direct
+		if engine == "pgbouncer" {
+			ns = pooled
 		}
-		managed := []string{"--managed", engine}
+		maxN := slices.Max(ns)
+		library := engine
+		if engine == "pgbouncer" {
+			library = "postgres" // the same library, pgx
+		}
+		if _, done := lib[library]; !done {
+			kb, err := libraryCost(library, work, ns[0], maxN)
+			if err != nil {
+				logf("%s: the library's own cost not measured: %v", engine, err)
+			} else {
+				lib[library] = kb
+				logf("%s: the connection library holds %.0f KB per connection", engine, kb)
+			}
+		}
+		var tg, loadTg []string // the run's target flags, and the load's when they differ
 		switch engine {
 		case "postgres":
-			managed = append(managed, "--pg-data", filepath.Join(work, "pg"), "--pg-set", fmt.Sprintf("max_connections=%d", maxN+50))
+			tg = []string{"--managed", engine, "--pg-data", filepath.Join(work, "pg"), "--pg-set", fmt.Sprintf("max_connections=%d", maxN+50)}
 		case "mariadb":
-			managed = append(managed, "--my-data", filepath.Join(work, "mariadb"), "--my-set", fmt.Sprintf("max_connections=%d", maxN+50))
+			tg = []string{"--managed", engine, "--my-data", filepath.Join(work, "mariadb"), "--my-set", fmt.Sprintf("max_connections=%d", maxN+50)}
+		case "pgbouncer":
+			b, err := startBouncer(work, maxN)
+			if err != nil {
+				rows = append(rows, row{engine: engine, failed: err.Error()})
+				continue
+			}
+			defer b.stop()
+			tg, loadTg = []string{"--target", b.pooled}, []string{"--target", b.direct}
 		default:
-			fail(fmt.Errorf("-engines: postgres or mariadb, not %q", engine))
+			fail(fmt.Errorf("-engines: postgres, mariadb or pgbouncer, not %q", engine))
 		}
 		logf("%s: loading slob", engine)
-		if out, err := exec.Command(*bin, append([]string{"load", "--workload", "slob", "--scale", "20000"}, managed...)...).CombinedOutput(); err != nil {
+		load := tg
+		if loadTg != nil {
+			load = loadTg // the load's DDL and COPY go straight to the server
+		}
+		if out, err := exec.Command(*bin, append([]string{"load", "--workload", "slob", "--scale", "20000"}, load...)...).CombinedOutput(); err != nil {
 			rows = append(rows, row{engine: engine, failed: "load: " + lastLine(out)})
 			continue
 		}
+		managed := tg
 		var base *row
 		for _, n := range ns {
 			r := measure(*bin, work, engine, managed, n, *rate, *warmup, *duration)
@@ -133,13 +163,116 @@ func main() {
 		ratio, per, libKB := "", "", ""
 		if r.cpuRatio > 0 {
 			ratio, per = fmt.Sprintf("%.2fx", r.cpuRatio), fmt.Sprintf("%.0f", r.perSessionKB)
-			if kb, ok := lib[r.engine]; ok {
+			library := r.engine
+			if library == "pgbouncer" {
+				library = "postgres"
+			}
+			if kb, ok := lib[library]; ok {
 				libKB = fmt.Sprintf("%.0f", kb)
 			}
 		}
 		fmt.Printf("| %s | %d | %.0f | %.0f | %s | %.2f | %.1f | %.0f | %s | %s |\n", r.engine, r.sessions, r.tps, r.cpuPerTxUs, ratio,
 			r.schedP99Ms, r.connectS, r.rssMB, per, libKB)
 	}
+}
+
+func parseCounts(flagName, list string) ([]int, error) {
+	var ns []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s %s: whole numbers above 0", flagName, list)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// bouncer is a managed PostgreSQL behind a PgBouncer: the URL sessions
+// use (through the pooler, unprepared), the server's own, and what stops
+// both.
+type bouncer struct {
+	pooled, direct string
+	stop           func()
+}
+
+// startBouncer starts a managed PostgreSQL listening on loopback and a
+// PgBouncer in transaction mode in front of it with room for clients
+// sessions and 20 server connections.
+func startBouncer(work string, clients int) (*bouncer, error) {
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"} {
+			if _, e := os.Stat(p); e == nil {
+				bin, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no pgbouncer: apt-get install -y pgbouncer")
+	}
+	inst, err := managed.Start(context.Background(), managed.Options{DataDir: filepath.Join(work, "pg-bouncer"), Loopback: true,
+		Settings: []string{"max_connections=100"}})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := filepath.Join(work, "pgbouncer")
+	os.MkdirAll(dir, 0o755)
+	conf, users := filepath.Join(dir, "pgbouncer.ini"), filepath.Join(dir, "userlist.txt")
+	os.WriteFile(users, []byte(fmt.Sprintf("%q \"\"\n", inst.User)), 0o644)
+	ini := fmt.Sprintf(`[databases]
+%[1]s = host=127.0.0.1 port=%[2]d dbname=%[1]s user=%[3]s
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %[4]d
+unix_socket_dir =
+auth_type = trust
+auth_file = %[5]s
+pool_mode = transaction
+default_pool_size = 20
+max_client_conn = %[6]d
+listen_backlog = 4096
+`, inst.Database, inst.Port, inst.User, port, users, clients+100)
+	if err := os.WriteFile(conf, []byte(ini), 0o644); err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	args := []string{conf}
+	if os.Geteuid() == 0 {
+		args = []string{"-u", managed.OSUser, conf} // it refuses to run as root
+	}
+	cmd := exec.Command(bin, args...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait(); inst.Stop() }
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if i == 50 {
+			stop()
+			return nil, fmt.Errorf("pgbouncer did not listen: %s", lastLine(log.Bytes()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	url := func(port int) string {
+		return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", inst.User, port, inst.Database)
+	}
+	b := &bouncer{pooled: url(port) + "&default_query_exec_mode=exec", direct: url(inst.Port), stop: stop}
+	logf("pgbouncer %s: transaction mode, 20 server connections, up to %d clients", b.pooled, clients+100)
+	return b, nil
 }
 
 // libraryCost is what the connection library alone holds per open
@@ -204,7 +337,7 @@ func measure(bin, work, engine string, managed []string, n int, rate float64, wa
 	out := filepath.Join(work, fmt.Sprintf("%s-%d.json", engine, n))
 	args := append([]string{"run", "--workload", "slob", "--update-pct", "0", "--users", strconv.Itoa(n), "--rate", fmt.Sprint(rate),
 		"--warmup", warmup.String(), "--duration", duration.String(), "--label", fmt.Sprintf("%s-%d", engine, n), "--out", out, "--force",
-		"--no-collect"}, managed...)
+		"--no-collect", "--progress-interval", "1s"}, managed...)
 	logf("%s: %d sessions at %g/s", engine, n, rate)
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
