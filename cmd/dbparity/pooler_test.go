@@ -91,9 +91,9 @@ max_client_conn = 100
 		time.Sleep(100 * time.Millisecond)
 	}
 	pooled := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", inst.User, port, inst.Database)
-	run := func(label, url string) (*result.Run, string) {
-		code, _, stderr := dbparity(t, dir, "run", "--target", url, "--users", "8", "--warmup", "1s", "--duration", "3s",
-			"--label", label, "--out", label+".json", "--force")
+	run := func(label, url string, extra ...string) (*result.Run, string) {
+		code, _, stderr := dbparity(t, dir, append([]string{"run", "--target", url, "--users", "8", "--warmup", "1s", "--duration", "3s",
+			"--label", label, "--out", label + ".json", "--force"}, extra...)...)
 		r, err := result.Read(filepath.Join(dir, label+".json"))
 		if err != nil {
 			t.Fatalf("%s: exit %d, no result: %v\n%s", label, code, err, stderr)
@@ -107,6 +107,19 @@ max_client_conn = 100
 	}
 	if code, _, stderr := dbparity(t, dir, "check", "--target", pooled+"&default_query_exec_mode=exec"); code != 0 {
 		t.Errorf("check through the pooler: exit %d\n%s", code, stderr)
+	}
+	// Every mode: one function call a transaction, and slob's reads and
+	// updates (its schema loaded straight to the server).
+	pr, stderr := run("procedures", pooled+"&default_query_exec_mode=exec", "--mode", "procedures")
+	if ps := pr.Summarize(); ps.Errors != 0 || ps.Commits < 100 || pr.Failed {
+		t.Errorf("procedures through the pooler: %d commits, %d errors %v\n%s", ps.Commits, ps.Errors, ps.ErrorsByClass, stderr)
+	}
+	if code, _, stderr := dbparity(t, dir, "load", "--workload", "slob", "--scale", "2000", "--target", direct); code != 0 {
+		t.Fatalf("load slob: %s", stderr)
+	}
+	sr, stderr := run("slob", pooled+"&default_query_exec_mode=exec", "--workload", "slob", "--update-pct", "20")
+	if ss := sr.Summarize(); ss.Errors != 0 || ss.Commits < 100 || sr.Failed {
+		t.Errorf("slob through the pooler: %d commits, %d errors %v\n%s", ss.Commits, ss.Errors, ss.ErrorsByClass, stderr)
 	}
 	named, _ := run("named", pooled)
 	ns := named.Summarize()
