@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/dbparity/dbparity/internal/atomicfile"
+	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/report"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/runner"
+	"github.com/dbparity/dbparity/internal/workload"
+)
+
+func cmdShow(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("dbparity show", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print the summary as a JSON object")
+	literals := fs.Bool("show-literals", false, "replay results: show statement texts with their literal values (when the replay kept them)")
+	htmlOut := fs.String("html", "", "also write the run as a self-contained HTML page with charts to this file")
+	force := fs.Bool("force", false, "with --html: replace a file that is not a dbparity report")
+	// Accept the flag after the file name too: dbparity show run.json --json.
+	flags, files := splitArgs(args, "html")
+	if err := fs.Parse(append(flags, files...)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println("usage: dbparity show [--json] [--show-literals] [--html PAGE [--force]] FILE")
+			return err
+		}
+		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE)", err)}
+	}
+	if fs.NArg() != 1 {
+		return runner.UsageError{Err: errors.New("name one result file (usage: dbparity show [--json] FILE)")}
+	}
+	r, err := result.Read(fs.Arg(0))
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
+	if *htmlOut != "" {
+		if err := notAnInput("--html", *htmlOut, fs.Arg(0)); err != nil {
+			return err
+		}
+		if err := checkHTML(*htmlOut, *force); err != nil {
+			return err
+		}
+		if err := writeHTML(*htmlOut, func(w io.Writer) error { return report.RunHTML(w, r) }); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return report.JSONWith(os.Stdout, r, report.Options{Literals: *literals})
+	}
+	return report.TextWith(os.Stdout, r, report.Options{Literals: *literals})
+}
+
+func cmdCompare(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("dbparity compare", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	baseline := fs.String("baseline", "", "label of the group the others are compared with (default the first file's)")
+	force := fs.Bool("force", false, "compare runs of another workload, version or scale anyway, and replace an --html file that is not a dbparity report")
+	format := fs.String("format", "text", "text, markdown, csv or json")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report with charts to this file")
+	groupBy := fs.String("group", "label", "group runs by label, or by a disclosed fact (driver.users, disclosure.host.kernel, ...)")
+	over := fs.String("over", "", "read the runs as a sweep over users, rate, warehouses or cpus, taken from each run's own settings (runs of dbparity sweep record theirs)")
+	atCPU := fs.Float64("at-cpu", 0, "a sweep's throughput at equal CPU utilisation is compared at this utilisation in % (default: the highest every group reached)")
+	flags, files := splitArgs(args, "baseline", "format", "html", "group", "over", "at-cpu")
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--over PARAM] [--at-cpu PCT] [--format text|markdown|csv|json] [--html FILE] [--force] FILE...")
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity compare [--baseline LABEL] FILE...)", err)}
+	}
+	if len(files) < 2 {
+		return runner.UsageError{Err: errors.New("name at least two result files (usage: dbparity compare [--baseline LABEL] FILE...)")}
+	}
+	if *atCPU < 0 || *atCPU > 100 {
+		return runner.UsageError{Err: fmt.Errorf("--at-cpu %g: a utilisation between 0 and 100%%", *atCPU)}
+	}
+	if *htmlOut != "" {
+		if err := notAnInput("--html", *htmlOut, files...); err != nil {
+			return err
+		}
+		if err := checkHTML(*htmlOut, *force); err != nil {
+			return err
+		}
+	}
+	render := map[string]func(io.Writer, *report.Comparison) error{
+		"text": report.CompareText, "markdown": report.CompareMarkdown, "csv": report.CompareCSV, "json": report.CompareJSON}[*format]
+	if render == nil {
+		return runner.UsageError{Err: fmt.Errorf("--format %q: choose text, markdown, csv or json", *format)}
+	}
+	var runs []*result.Run
+	for _, f := range files {
+		r, err := result.Read(f)
+		if err != nil {
+			return runner.UsageError{Err: err}
+		}
+		runs = append(runs, r)
+	}
+	gs, err := compare.GroupRuns(runs, files, *groupBy, *baseline)
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
+	param := *over
+	if param == "" {
+		param = compare.SweepParam(gs)
+	}
+	if param == "" {
+		if err := compare.TwoGroups(gs, *groupBy); err != nil {
+			return runner.UsageError{Err: err}
+		}
+	}
+	if !*force {
+		w, err := workload.New(runs[0].Workload.Name)
+		var loadParams []string
+		if err == nil {
+			loadParams = append(w.Meta().LoadParams, w.Meta().RunParams...)
+		}
+		// A sweep over warehouses compares scales on purpose.
+		loadParams = slices.DeleteFunc(loadParams, func(p string) bool { return p == param })
+		if err := compare.Comparable(gs, loadParams); err != nil {
+			return runner.UsageError{Err: err}
+		}
+	}
+	c, err := report.NewComparisonWith(gs, report.CompareOptions{Over: *over, AtCPU: *atCPU})
+	if err != nil {
+		return runner.UsageError{Err: err}
+	}
+	if *htmlOut != "" {
+		if err := writeHTML(*htmlOut, func(w io.Writer) error { return report.CompareHTML(w, c) }); err != nil {
+			return err
+		}
+	}
+	return render(os.Stdout, c)
+}
+
+// writeHTML writes the HTML report through a temporary file beside it and
+// a rename, so that a failed write leaves neither half a report nor the
+// temporary file.
+func writeHTML(path string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteBytes(path, b.Bytes()); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "HTML report written to %s\n", path)
+	return nil
+}
+
+// checkHTML refuses an --html file that must not be replaced: a directory,
+// a file in a directory that does not exist, dbparity's data (a result, a
+// journal, a capture: not even with force), or any file but an earlier
+// report of compare's own unless force.
+func checkHTML(path string, force bool) error {
+	usage := func(format string, a ...any) error {
+		return runner.UsageError{Err: fmt.Errorf("--html %s: %s", path, fmt.Sprintf(format, a...))}
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if d, err := os.Stat(filepath.Dir(path)); err != nil || !d.IsDir() {
+			return usage("directory %s does not exist", filepath.Dir(path))
+		}
+		return nil
+	case err != nil:
+		return usage("%v", errors.Unwrap(err))
+	case st.IsDir():
+		return usage("is a directory: name a file")
+	}
+	head := make([]byte, 4096)
+	f, err := os.Open(path)
+	if err != nil {
+		return usage("%v", errors.Unwrap(err))
+	}
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	head = head[:n]
+	if m := dbparityData.FindSubmatch(head); m != nil {
+		return usage("holds dbparity data (%s), which is never replaced: choose another name", m[1])
+	}
+	if !force && !bytes.Contains(head, []byte(report.HTMLGenerator)) {
+		return usage("exists and is not a dbparity HTML report: choose another name, or add --force to replace it")
+	}
+	return nil
+}
+
+// dbparityData matches the head of dbparity's own JSON files: results and
+// journals ("schema") and captures ("format").
+var dbparityData = regexp.MustCompile(`^\s*\{\s*"(?:schema|format)"\s*:\s*"(dbparity\.[^"]*)"`)
+
+func cmdRecover(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("dbparity recover", flag.ContinueOnError)
+	o := runner.RecoverOptions{Stdout: os.Stdout}
+	fs.StringVar(&o.Out, "out", "", "result file to write (default: the one the journal stood for, FILE.journal without .journal)")
+	fs.BoolVar(&o.Force, "force", false, "replace --out if it exists")
+	fs.Float64Var(&o.MaxErrorPct, "max-error-pct", result.DefaultMaxErrorPct, "mark the recovered run failed when more than this percentage of its transactions failed")
+	files, err := parseOwn(fs, args, "dbparity recover [--out FILE] [--force] FILE.journal", "out", "max-error-pct")
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		return runner.UsageError{Err: errors.New("name one journal (usage: dbparity recover [--out FILE] FILE.journal)")}
+	}
+	o.Journal = files[0]
+	if err := notAnInput("--out", o.Out, files...); err != nil {
+		return err
+	}
+	return runner.Recover(o)
+}
