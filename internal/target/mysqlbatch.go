@@ -1,0 +1,213 @@
+package target
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// SendBatch sends b's statements as one multi-statement text, the
+// arguments interpolated by the driver (which escapes them as the
+// session's sql_mode requires): one round trip, as PostgreSQL's pipeline
+// takes. The MySQL protocol has no pipeline for prepared statements, so a
+// session's batch goes as text and its lone statements stay prepared. A
+// batch of one statement, a connection of dbparity's own, or arguments
+// the driver cannot interpolate go one statement after another.
+//
+// The server stops at a batch's first error, as a pipeline does. The
+// driver reports no OK packet of a text that also returns rows, so an
+// Exec's Affected is -1 (not known) in a batch that holds a query; in a
+// batch of Execs alone it is each statement's count.
+func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
+	if !m.multi || len(b.items) < 2 {
+		return b.runEach(ctx, m)
+	}
+	queries, err := m.batchText(b)
+	if errors.Is(err, errNotInterpolable) {
+		return b.runEach(ctx, m)
+	}
+	if err != nil {
+		return err
+	}
+	text := string(m.text) // the driver keeps no reference to it past the call
+	if queries == 0 {
+		err = m.batchExec(ctx, b, text)
+	} else {
+		err = m.batchQuery(ctx, b, text, queries)
+	}
+	clear(m.args)
+	m.args = m.args[:0]
+	return m.fail(err)
+}
+
+// errNotInterpolable is a batch argument the driver cannot interpolate:
+// it would prepare the text, which a text of several statements cannot be.
+var errNotInterpolable = errors.New("argument not interpolable")
+
+// batchText writes b's statements into m.text, separated by semicolons,
+// and their arguments, as driver values, into m.args; it returns how many
+// of the statements return rows (the second half of a split UPDATE ...
+// RETURNING included).
+func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
+	m.text = m.text[:0]
+	clear(m.args)
+	m.args = m.args[:0]
+	n := int64(0)
+	add := func(text string) {
+		if len(m.text) > 0 {
+			m.text = append(m.text, ';')
+		}
+		m.text = append(m.text, text...)
+		n++
+	}
+	inTx := false
+	for i := range b.items {
+		it := &b.items[i]
+		it.NoRows, it.Affected = false, -1
+		if it.begin != nil {
+			if *it.begin == ReadOnly {
+				add("START TRANSACTION READ ONLY")
+			} else {
+				add("START TRANSACTION")
+			}
+			inTx = true
+			continue
+		}
+		s := m.textStmt(it.SQL)
+		for p := s; p != nil; p = p.then {
+			a, err := p.args(it.Args)
+			if err != nil {
+				return 0, fmt.Errorf("statement %d of the batch: %w", i+1, err)
+			}
+			add(p.text)
+			for _, v := range a {
+				// As database/sql converts them: pointers followed, integers
+				// widened; what is left is a type the driver interpolates.
+				dv, err := driver.DefaultParameterConverter.ConvertValue(v)
+				if err != nil {
+					return 0, errNotInterpolable
+				}
+				m.args = append(m.args, dv)
+			}
+		}
+		if it.Dest != nil || it.Each != nil {
+			queries++
+		}
+	}
+	m.n.Add(n)
+	m.inTx = m.inTx || inTx
+	return queries, nil
+}
+
+// textStmt is query rewritten for MySQL, never prepared: a batch's
+// statements go as text.
+func (m *mysqlConn) textStmt(query string) *mysqlStmt {
+	if s, ok := m.texts[query]; ok {
+		return s
+	}
+	var s *mysqlStmt
+	if upd, sel, ok := SplitUpdateReturning(query); ok {
+		s = rebindQuestion(upd)
+		s.update, s.then = true, rebindQuestion(sel)
+	} else {
+		s = rebindQuestion(query)
+	}
+	if m.texts == nil {
+		m.texts = map[string]*mysqlStmt{}
+	}
+	m.texts[query] = s
+	return s
+}
+
+// batchExec sends a batch that returns no rows and takes each
+// statement's count of rows from the driver's result.
+func (m *mysqlConn) batchExec(ctx context.Context, b *Batch, text string) error {
+	return m.c.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		check, ok2 := dc.(driver.NamedValueChecker)
+		if !ok || !ok2 {
+			return errors.New("the MySQL driver cannot execute a batch") // not go-sql-driver/mysql
+		}
+		named := make([]driver.NamedValue, len(m.args))
+		for i, a := range m.args {
+			named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+			if err := check.CheckNamedValue(&named[i]); err != nil {
+				return err
+			}
+		}
+		res, err := ex.ExecContext(ctx, text, named)
+		if err != nil {
+			return fmt.Errorf("batch of %d statements: %w", len(b.items), err)
+		}
+		all, ok := res.(mysql.Result)
+		if !ok {
+			return nil
+		}
+		counts := all.AllRowsAffected()
+		k := 0
+		for i := range b.items {
+			it := &b.items[i]
+			n := 1
+			if it.begin == nil && m.textStmt(it.SQL).then != nil {
+				n = 2
+			}
+			if it.begin == nil && k < len(counts) {
+				it.Affected = counts[k]
+			}
+			k += n
+		}
+		return nil
+	})
+}
+
+// batchQuery sends a batch with queries among its statements and reads
+// their result sets in order: the driver passes over the results without
+// rows (a BEGIN's, an Exec's), so the n-th result set is the n-th query's.
+func (m *mysqlConn) batchQuery(ctx context.Context, b *Batch, text string, queries int) error {
+	rows, err := m.c.QueryContext(ctx, text, m.args...)
+	if err != nil {
+		return fmt.Errorf("batch of %d statements: %w", len(b.items), err)
+	}
+	defer rows.Close()
+	first := true
+	for i := range b.items {
+		it := &b.items[i]
+		if it.Dest == nil && it.Each == nil {
+			continue
+		}
+		if !first && !rows.NextResultSet() {
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("statement %d of the batch or one before it: %w", i+1, err)
+			}
+			return fmt.Errorf("statement %d of the batch returned no result set", i+1)
+		}
+		first = false
+		if it.Dest != nil {
+			if rows.Next() {
+				err = rows.Scan(it.Dest...)
+			} else {
+				it.NoRows = true
+			}
+		} else {
+			for err == nil && rows.Next() {
+				err = it.Each(sqlRows{rows})
+			}
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("statement %d of the batch: %w", i+1, err)
+		}
+	}
+	// The statements after the last query (Execs) fail here, if at all.
+	for rows.NextResultSet() {
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("a statement after the batch's last query: %w", err)
+	}
+	return nil
+}
