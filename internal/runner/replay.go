@@ -101,7 +101,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if o.Warmup < 0 {
 		return usage("--warmup %s: must not be negative", o.Warmup)
 	}
-	if err := o.Collect.validateDBHost(); err != nil {
+	if err := validateDBHost(o.Collect); err != nil {
 		return err
 	}
 	labelDefault := o.Label == ""
@@ -193,16 +193,16 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if o.Collect.WaitInterval <= 0 {
 		o.Collect.WaitInterval = 100 * time.Millisecond
 	}
-	ob, err := observe(ctx, t, o.Collect, false, journal)
+	ob, err := startObserving(ctx, t, o.Collect, false, journal)
 	if err != nil {
 		return err
 	}
-	defer ob.close()
+	defer ob.Close()
 	p := &progress{w: o.Stderr, tty: o.TTY, interval: o.ProgressInterval}
 	cpu0 := driver.ProcessCPU()
 	done = false
-	ro.Started = func(at time.Time) { ob.phase(driver.Measure, at) }
-	ro.Stopped = func(at time.Time) { ob.phase(driver.Drain, at) }
+	ro.Started = func(at time.Time) { ob.Phase(driver.Measure, at) }
+	ro.Stopped = func(at time.Time) { ob.Phase(driver.Drain, at) }
 	lr := o.Live.Run(live.Labels{Label: o.Label, Workload: "replay"})
 	ro.Progress = func(s replay.Progress) {
 		p.show(replayStatus(o.Label, s))
@@ -230,7 +230,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := ob.finish(r); err != nil {
+	if err := ob.Finish(r); err != nil {
 		return err
 	}
 	// Replays have no warm-up of the driver's kind: its warning does not

@@ -166,7 +166,7 @@ func (o *RunOptions) validate() error {
 	if err := o.Faults.validate(); err != nil {
 		return err
 	}
-	if err := o.Collect.validateDBHost(); err != nil {
+	if err := validateDBHost(o.Collect); err != nil {
 		return err
 	}
 	if err := o.Workload.Validate(); err != nil {
@@ -411,11 +411,11 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	}
 	f := o.Faults.withDefaults()
 	o.Collect.StatementTimeout, o.Collect.SeriesPoints = f.StatementTimeout, o.SeriesPoints
-	ob, err := observe(ctx, t, o.Collect, o.Workload.Meta().TestsIO, h.journal)
+	ob, err := startObserving(ctx, t, o.Collect, o.Workload.Meta().TestsIO, h.journal)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer ob.close()
+	defer ob.Close()
 	w := o.Workload
 	if o.Warmup == 0 {
 		r.Warnings = append(r.Warnings, "no warm-up: the measured window starts with cold caches and connections")
@@ -460,7 +460,7 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		Observer:         observer,
 		OnInterval:       onInterval,
 		OnPhase: func(p int, at time.Time) {
-			ob.phase(p, at)
+			ob.Phase(p, at)
 			lr.Phase(driver.PhaseNames[p])
 			if phaseHook != nil {
 				phaseHook(p, at)
@@ -478,7 +478,7 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	if err := measure(r, types, res); err != nil {
 		return nil, nil, err
 	}
-	if err := ob.finish(r); err != nil {
+	if err := ob.Finish(r); err != nil {
 		return nil, nil, err
 	}
 	return r, runErr, nil

@@ -1,4 +1,4 @@
-package runner
+package observe
 
 import (
 	"context"
@@ -17,8 +17,9 @@ import (
 // DBHostModes are the values --db-host takes.
 var DBHostModes = []string{"auto", dbhost.Local, dbhost.SQL, dbhost.NodeExporter, dbhost.None}
 
-// validateDBHost checks --db-host and --db-host-metrics together.
-func (o CollectOptions) validateDBHost() error {
+// Validate checks --db-host and --db-host-metrics together; its errors
+// are UsageErrors.
+func (o Options) Validate() error {
 	switch o.DBHost {
 	case "", "auto", dbhost.Local, dbhost.SQL, dbhost.None:
 	case dbhost.NodeExporter:
@@ -34,28 +35,28 @@ func (o CollectOptions) validateDBHost() error {
 	return nil
 }
 
-// hostChoice is how the database host is observed in one run.
-type hostChoice struct {
-	src  dbhost.Source // nil: the database host cannot be seen
-	name string        // src's name, or "none"
-	// local is true when src reads this host, which is then the driver's
-	// host as well.
-	local bool
-	// keepConn is true when src reads through the connection given to
-	// chooseHost, which must then stay open.
-	keepConn bool
-	// warning says why the database host is not seen, or only in part.
-	warning string
+// HostChoice is how the database host is observed in one run.
+type HostChoice struct {
+	Source dbhost.Source // nil: the database host cannot be seen
+	Name   string        // Source's name, or "none"
+	// Local is true when Source reads this host, which is then the
+	// driver's host as well.
+	Local bool
+	// KeepConn is true when Source reads through the connection given to
+	// ChooseHost, which must then stay open.
+	KeepConn bool
+	// Warning says why the database host is not seen, or only in part.
+	Warning string
 }
 
-// chooseHost picks the database host's source: local when the database
+// ChooseHost picks the database host's source: local when the database
 // runs on this host, else node_exporter when given, else the database's
 // own connection when its role may read the host's files; --db-host
 // forces one. pg is a collector connection of a PostgreSQL target for the
 // sql source alone (nil for SQLite). serverPID is the server's main
 // process on this host, 0 when unknown.
-func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn, serverPID int) (hostChoice, error) {
-	onHost := t.OnThisHost() || t.managed != nil || o.DBPID > 0
+func ChooseHost(ctx context.Context, t Target, o Options, pg target.Conn, serverPID int) (HostChoice, error) {
+	onHost := t.OnThisHost() || t.Managed || o.DBPID > 0
 	mode := o.DBHost
 	if mode == "" || mode == "auto" {
 		switch {
@@ -71,59 +72,59 @@ func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn
 	case dbhost.Local:
 		src, err := dbhost.NewLocal(serverPID)
 		if err != nil {
-			return hostChoice{}, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
+			return HostChoice{}, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
 		}
-		hc := hostChoice{src: src, name: dbhost.Local, local: true}
+		hc := HostChoice{Source: src, Name: dbhost.Local, Local: true}
 		if o.DBHostMetrics != "" {
-			hc.warning = "--db-host-metrics was not read: the database runs on this host, whose /proc is read directly (--db-host node-exporter forces the exporter)"
+			hc.Warning = "--db-host-metrics was not read: the database runs on this host, whose /proc is read directly (--db-host node-exporter forces the exporter)"
 		}
 		return hc, nil
 	case dbhost.NodeExporter:
 		src, err := dbhost.NewNodeExporter(o.DBHostMetrics, o.StatementTimeout)
 		if err != nil {
-			return hostChoice{}, UsageError{fmt.Errorf("--db-host-metrics: %w", err)}
+			return HostChoice{}, UsageError{fmt.Errorf("--db-host-metrics: %w", err)}
 		}
 		rctx, cancel := context.WithTimeout(ctx, o.StatementTimeout)
 		_, err = src.Read(rctx)
 		cancel()
 		if err != nil {
 			src.Close()
-			return hostChoice{}, UsageError{fmt.Errorf("--db-host-metrics: %w (is node_exporter running there?)", err)}
+			return HostChoice{}, UsageError{fmt.Errorf("--db-host-metrics: %w (is node_exporter running there?)", err)}
 		}
-		hc := hostChoice{src: src, name: dbhost.NodeExporter}
+		hc := HostChoice{Source: src, Name: dbhost.NodeExporter}
 		// node_exporter sees no processes: the server's CPU comes from the
 		// database's connection when its role may read the host's files.
-		if why, sq := trySQL(ctx, t, o, pg); sq.src != nil {
-			hc.src, hc.keepConn = dbhost.WithServer(src, sq.src), true
+		if why, sq := trySQL(ctx, t, o, pg); sq.Source != nil {
+			hc.Source, hc.KeepConn = dbhost.WithServer(src, sq.Source), true
 		} else {
-			hc.warning = "no DB CPU: " + why
+			hc.Warning = "no DB CPU: " + why
 		}
 		return hc, nil
 	case dbhost.SQL:
 		why, hc := trySQL(ctx, t, o, pg)
-		if hc.src == nil {
-			return hostChoice{name: dbhost.None, warning: why}, nil
+		if hc.Source == nil {
+			return HostChoice{Name: dbhost.None, Warning: why}, nil
 		}
 		return hc, nil
 	}
-	return hostChoice{name: dbhost.None, warning: "--db-host none: the database host's OS figures and disclosure are not collected"}, nil
+	return HostChoice{Name: dbhost.None, Warning: "--db-host none: the database host's OS figures and disclosure are not collected"}, nil
 }
 
 // trySQL opens the sql source when the target is PostgreSQL and its
 // role may read the host's files; otherwise why says what would enable it.
-func trySQL(ctx context.Context, t *opened, o CollectOptions, pg target.Conn) (why string, hc hostChoice) {
+func trySQL(ctx context.Context, t Target, o Options, pg target.Conn) (why string, hc HostChoice) {
 	switch {
 	case t.Dialect != target.Postgres:
-		return fmt.Sprintf("the database host cannot be read through a %s target: give --db-host-metrics (node_exporter)", t.Dialect), hostChoice{}
+		return fmt.Sprintf("the database host cannot be read through a %s target: give --db-host-metrics (node_exporter)", t.Dialect), HostChoice{}
 	case pg == nil:
-		return "the database host's files need a connection to the database: give --db-host-metrics (node_exporter)", hostChoice{}
+		return "the database host's files need a connection to the database: give --db-host-metrics (node_exporter)", HostChoice{}
 	}
 	ok, warning, err := pgstat.HostAccess(ctx, pg)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("cannot tell whether the role may read the database host's files: %v", err), hostChoice{}
+		return fmt.Sprintf("cannot tell whether the role may read the database host's files: %v", err), HostChoice{}
 	case !ok:
-		return warning, hostChoice{}
+		return warning, HostChoice{}
 	}
 	src, err := dbhost.NewSQL(ctx, pg)
 	if err == nil {
@@ -135,9 +136,9 @@ func trySQL(ctx context.Context, t *opened, o CollectOptions, pg target.Conn) (w
 		}
 	}
 	if err != nil {
-		return fmt.Sprintf("the database host's files cannot be read through the database: %v", err), hostChoice{}
+		return fmt.Sprintf("the database host's files cannot be read through the database: %v", err), HostChoice{}
 	}
-	return "", hostChoice{src: src, name: dbhost.SQL, keepConn: true}
+	return "", HostChoice{Source: src, Name: dbhost.SQL, KeepConn: true}
 }
 
 // localServerPID finds the main process of a PostgreSQL server on this

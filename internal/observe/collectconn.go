@@ -1,4 +1,4 @@
-package runner
+package observe
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // next statement. The collectors' code sees one target.Conn throughout.
 // It is used by one goroutine at a time.
 type collectorConn struct {
-	t       *opened
+	t       *target.Target
 	app     string
 	timeout time.Duration
 	c       target.Conn
@@ -27,7 +27,7 @@ type collectorConn struct {
 
 // dialCollector opens the first connection; failing, it fails the run's
 // start, as a server that cannot be reached before the run should.
-func dialCollector(ctx context.Context, t *opened, app string, timeout time.Duration) (*collectorConn, error) {
+func dialCollector(ctx context.Context, t *target.Target, app string, timeout time.Duration) (*collectorConn, error) {
 	cc := &collectorConn{t: t, app: app, timeout: timeout}
 	if _, err := cc.conn(ctx); err != nil {
 		return nil, err
