@@ -1,27 +1,30 @@
 // Command peers runs dbparity's order-entry, in both execution modes, side
-// by side with the peers users know, on one managed PostgreSQL, in
-// interleaved rounds, and prints what each costs: transactions per second,
-// the client's CPU per transaction, round trips per transaction and the
-// server's CPU per transaction, with dbparity's ratios to each peer, and
-// the time each takes to load the same warehouses (issue 16).
+// by side with the peers users know, on one managed PostgreSQL (issue 16)
+// or MariaDB (issue 33), in interleaved rounds, and prints what each
+// costs: transactions per second, the client's CPU per transaction, round
+// trips per transaction and the server's CPU per transaction, with
+// dbparity's ratios to each peer, and the time each takes to load the same
+// warehouses.
 //
-//	go run ./bench/peers [-warehouses 4] [-users 8] [-duration 60s] [-warmup 15s] [-rounds 3]
+//	go run ./bench/peers [-engine postgres|mariadb] [-warehouses 4] [-users 8] [-duration 60s] [-warmup 15s] [-rounds 3]
 //
 // Every driver runs over TCP on loopback (BenchBase's JDBC cannot use a
 // unix socket), each in its own database, with no collectors. The figures
 // are measured the same way for all, from outside: the client's CPU from
 // /proc/PID/stat, its write system calls from /proc/PID/io (a round trip
 // is at least one write; pipelined statements share one), the server's
-// transactions from pg_stat_database and its CPU from /proc (the
-// product's own reader of a process tree's CPU, internal/collect/ostat), over the
-// same window: after -warmup, for -duration. A TPC-C-like driver's own
+// transactions from pg_stat_database (PostgreSQL) or the global
+// Com_commit + Com_rollback (MariaDB, which also gives the requests the
+// clients sent: Questions) and its CPU from /proc (the product's own
+// reader of a process tree's CPU, internal/collect/ostat), over the same
+// window: after -warmup, for -duration. A TPC-C-like driver's own
 // transactions are counted from its committed New-Orders (its orders
 // table's new rows) over their share of the mix; the server's count is
 // shown beside them (go-tpc makes two server transactions for each of
-// its own). Absolute figures drift on
-// shared machines: read the ratios, which come from the same rounds.
+// its own on PostgreSQL). Absolute figures drift on shared machines: read
+// the ratios, which come from the same rounds.
 //
-// Peers are found so:
+// Peers are found so, on PostgreSQL:
 //   - pgbench (TPC-B-like, prepared): always, from PostgreSQL's binaries;
 //     the floor a round trip costs.
 //   - go-tpc: $GOTPC (the binary), else go-tpc on PATH.
@@ -30,6 +33,15 @@
 //   - HammerDB: $HAMMERDB, the directory of a HammerDB 4.x (Tcl 8.6)
 //     whose hammerdbcli runs (the README says how to make one here); its
 //     TPROC-C with stored procedures, the procedure-mode peer.
+//
+// On MariaDB:
+//   - sysbench oltp_read_write: sysbench on PATH ($SYSBENCH); the floor.
+//   - go-tpc: as above, with -d mysql.
+//   - BenchBase: $BENCHBASE_MARIADB, else $BENCHBASE: a BenchBase built
+//     with -P mariadb (its lib/ holds the MariaDB JDBC driver).
+//   - HammerDB: $HAMMERDB, with the mariatcl package in its lib/.
+//   - sysbench-tpcc: $SYSBENCH_TPCC, the directory of Percona-Lab's
+//     tpcc.lua, run by sysbench.
 //
 // A peer that is not found is skipped with the reason; the README says how
 // to build each here.
@@ -41,32 +53,28 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/dbparity/dbparity/internal/collect/ostat"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 func main() {
 	o := options{}
+	flag.StringVar(&o.engine, "engine", "postgres", "managed server: postgres or mariadb")
 	flag.IntVar(&o.warehouses, "warehouses", 4, "warehouses of every TPC-C-like driver")
 	flag.IntVar(&o.users, "users", 8, "sessions of every driver")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "measured window of each run")
 	flag.DurationVar(&o.warmup, "warmup", 15*time.Second, "time each run runs before its window (JVM warm-up, caches)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every driver once, in an order drawn from -seed")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the rounds' orders")
-	flag.IntVar(&o.pgbenchScale, "pgbench-scale", 10, "pgbench scale factor")
+	flag.IntVar(&o.pgbenchScale, "pgbench-scale", 10, "pgbench scale factor (PostgreSQL)")
+	flag.IntVar(&o.sysbenchRows, "sysbench-rows", 250000, "rows of each of sysbench oltp_read_write's 4 tables (MariaDB)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
@@ -75,9 +83,10 @@ func main() {
 }
 
 type options struct {
-	warehouses, users, rounds, pgbenchScale int
-	duration, warmup                        time.Duration
-	seed                                    uint64
+	engine                                                string
+	warehouses, users, rounds, pgbenchScale, sysbenchRows int
+	duration, warmup                                      time.Duration
+	seed                                                  uint64
 }
 
 // driver is one load generator.
@@ -85,11 +94,14 @@ type driver struct {
 	name string
 	kind string // kindClient, kindProcedures or kindFloor
 	db   string
-	// orders is the table a New-Order adds a row to ("" for pgbench): its
-	// rows, counted exactly, check each driver's transaction count.
+	// orders is the table a New-Order adds a row to ("" for the floor):
+	// its rows, counted exactly, check each driver's transaction count.
 	orders string
+	// share is New-Order's share of the driver's committed and rolled-back
+	// transactions (0: newOrderShare, the standard mix).
+	share float64
 	// createsDB: its load creates db itself (HammerDB refuses one that
-	// exists).
+	// exists on PostgreSQL).
 	createsDB bool
 	// load fills db; nil when another driver's load does (dbparity's two
 	// modes share theirs).
@@ -104,12 +116,33 @@ const (
 	kindFloor      = "floor"
 )
 
+// server is the managed server under the drivers.
+type server interface {
+	// name is the engine and its version ("PostgreSQL 15.18").
+	name() string
+	pid() int
+	// drivers are dbparity's and the peers found; skipped names the others.
+	drivers(bin string) (ds []driver, skipped []string)
+	createDB(ctx context.Context, db string) error
+	// read reads the server's counters into p: transactions of db (or of
+	// the server) and, where the server counts them, client requests.
+	read(ctx context.Context, db string, p *point) error
+	// rows counts the rows of table in db.
+	rows(ctx context.Context, db, table string) (int64, error)
+	// settle writes the dirty pages before each run (a checkpoint).
+	settle(ctx context.Context) error
+	// notes are the report's footnotes on how the columns are read.
+	notes() []string
+	// issue is the issue whose targets the report checks.
+	issue() string
+	stop()
+}
+
 // bench is the server and the drivers.
 type bench struct {
-	o     options
-	inst  *managed.Instance
-	dir   string
-	admin *pgx.Conn
+	o   options
+	dir string
+	srv server
 }
 
 func run(o options) error {
@@ -125,26 +158,28 @@ func run(o options) error {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/dbparity").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/dbparity (run the bench from the repository's root): %v: %s", err, out)
 	}
-	inst, err := managed.Start(ctx, managed.Options{DataDir: filepath.Join(dir, "pg"), Log: os.Stderr, Loopback: true,
-		Settings: []string{"max_wal_size=4GB", "autovacuum=off"}})
+	b := &bench{o: o, dir: dir}
+	switch o.engine {
+	case "postgres":
+		b.srv, err = startPostgres(ctx, b)
+	case "mariadb":
+		b.srv, err = startMariaDB(ctx, b)
+	default:
+		err = fmt.Errorf("-engine: postgres or mariadb, not %q", o.engine)
+	}
 	if err != nil {
 		return err
 	}
-	defer inst.Stop()
-	b := &bench{o: o, inst: inst, dir: dir}
-	if b.admin, err = pgx.Connect(ctx, b.url("postgres")); err != nil {
-		return err
-	}
-	defer b.admin.Close(ctx)
+	defer b.srv.stop()
 
-	drivers, skipped := b.drivers(bin)
+	drivers, skipped := b.srv.drivers(bin)
 	for _, s := range skipped {
 		fmt.Fprintln(os.Stderr, "skipped:", s)
 	}
 	loads := map[string]time.Duration{}
 	for _, d := range drivers {
 		if !d.createsDB {
-			if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+d.db); err != nil && !strings.Contains(err.Error(), "already exists") {
+			if err := b.srv.createDB(ctx, d.db); err != nil {
 				return err
 			}
 		}
@@ -164,208 +199,25 @@ func run(o options) error {
 		order := slices.Clone(drivers)
 		g.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, d := range order {
-			if _, err := b.admin.Exec(ctx, "CHECKPOINT"); err != nil {
+			if err := b.srv.settle(ctx); err != nil {
 				return err
 			}
 			s, err := b.measure(ctx, d)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r, d.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-26s %7.0f tps  client %6.0f µs/tx  %5.1f writes/tx  server %6.0f µs/tx  %.2f server transactions/tx\n",
+			fmt.Fprintf(os.Stderr, "round %d %-26s %7.0f tps  client %6.0f µs/tx  %5.1f writes/tx  server %6.0f µs/tx  %.2f server transactions/tx",
 				r, d.name, s.tps(), s.clientPerTx(), s.writesPerTx(), s.serverPerTx(), s.serverPerDriverTx())
+			if s.a.requests >= 0 {
+				fmt.Fprintf(os.Stderr, "  %.1f statements/tx", s.requestsPerTx())
+			}
+			fmt.Fprintln(os.Stderr)
 			samples[d.name] = append(samples[d.name], s)
 		}
 	}
 	b.report(drivers, skipped, samples, loads)
 	return nil
 }
-
-// url is the loopback URL of database db.
-func (b *bench) url(db string) string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", b.inst.User, b.inst.Port, db)
-}
-
-func (b *bench) drivers(bin string) (ds []driver, skipped []string) {
-	o := b.o
-	port := strconv.Itoa(b.inst.Port)
-	oe := b.url("orderentry")
-	dbp := func(mode string, extra ...string) driver {
-		name := strings.Join(append([]string{"dbparity", mode}, extra...), " ")
-		d := driver{name: name, db: "orderentry", orders: "orders", kind: kindClient,
-			run: func(ctx context.Context, d time.Duration) *exec.Cmd {
-				return exec.CommandContext(ctx, bin, append([]string{"run", "--target", oe, "--users", strconv.Itoa(o.users),
-					"--duration", d.String(), "--warmup", "0s", "--mode", mode, "--no-collect", "--force",
-					"--out", filepath.Join(b.dir, "run.json")}, extra...)...)
-			}}
-		if mode == "procedures" {
-			d.kind = kindProcedures
-		} else if len(extra) == 0 {
-			d.load = func(ctx context.Context) *exec.Cmd {
-				return exec.CommandContext(ctx, bin, "load", "--target", oe, "--warehouses", strconv.Itoa(o.warehouses))
-			}
-		}
-		return d
-	}
-	ds = append(ds, dbp("client"), dbp("client", "--compact"), dbp("procedures"))
-
-	pgbench, err := find("PGBENCH", "pgbench")
-	if err != nil {
-		pgbench = filepath.Join("/usr/lib/postgresql", b.inst.Version[:strings.IndexByte(b.inst.Version+".", '.')], "bin", "pgbench")
-	}
-	conn := []string{"-h", "127.0.0.1", "-p", port, "-U", b.inst.User, "pgbench"}
-	ds = append(ds, driver{name: "pgbench tpcb prepared", kind: kindFloor, db: "pgbench",
-		load: func(ctx context.Context) *exec.Cmd {
-			return exec.CommandContext(ctx, pgbench, append([]string{"-i", "-q", "-s", strconv.Itoa(o.pgbenchScale)}, conn...)...)
-		},
-		run: func(ctx context.Context, d time.Duration) *exec.Cmd {
-			return exec.CommandContext(ctx, pgbench, append([]string{"-c", strconv.Itoa(o.users), "-j", "2", "-M", "prepared",
-				"-T", strconv.Itoa(int(d.Round(time.Second).Seconds()))}, conn...)...)
-		}})
-
-	if gotpc, err := find("GOTPC", "go-tpc"); err != nil {
-		skipped = append(skipped, "go-tpc: "+err.Error())
-	} else {
-		common := []string{"tpcc", "-d", "postgres", "-H", "127.0.0.1", "-P", port, "-U", b.inst.User, "-D", "gotpc",
-			"--conn-params", "sslmode=disable", "--warehouses", strconv.Itoa(o.warehouses)}
-		ds = append(ds, driver{name: "go-tpc tpcc", kind: kindClient, db: "gotpc", orders: "orders",
-			load: func(ctx context.Context) *exec.Cmd {
-				return exec.CommandContext(ctx, gotpc, append(slices.Insert(slices.Clone(common), 1, "prepare"), "-T", "2")...)
-			},
-			run: func(ctx context.Context, d time.Duration) *exec.Cmd {
-				return exec.CommandContext(ctx, gotpc, append(slices.Insert(slices.Clone(common), 1, "run"),
-					"-T", strconv.Itoa(o.users), "--time", d.String())...)
-			}})
-	}
-
-	if bb, err := benchbase(); err != nil {
-		skipped = append(skipped, "BenchBase: "+err.Error())
-	} else {
-		cfg := func(d time.Duration) string {
-			p := filepath.Join(b.dir, fmt.Sprintf("benchbase-%d.xml", int(d.Seconds())))
-			os.WriteFile(p, []byte(fmt.Sprintf(benchbaseConfig, b.inst.Port, b.inst.User, o.warehouses, o.users, int(d.Round(time.Second).Seconds()))), 0o644)
-			return p
-		}
-		java := func(ctx context.Context, c string, what ...string) *exec.Cmd {
-			cmd := exec.CommandContext(ctx, "java", append([]string{"-jar", filepath.Join(bb, "benchbase.jar"), "-b", "tpcc", "-c", c,
-				"-d", filepath.Join(b.dir, "benchbase-results")}, what...)...)
-			cmd.Dir = bb
-			return cmd
-		}
-		ds = append(ds, driver{name: "BenchBase tpcc", kind: kindClient, db: "benchbase", orders: "oorder",
-			load: func(ctx context.Context) *exec.Cmd {
-				return java(ctx, cfg(time.Minute), "--create=true", "--load=true")
-			},
-			run: func(ctx context.Context, d time.Duration) *exec.Cmd { return java(ctx, cfg(d), "--execute=true") }})
-	}
-	if hdb, err := hammerdb(); err != nil {
-		skipped = append(skipped, "HammerDB: "+err.Error())
-	} else {
-		hammer := func(ctx context.Context, name, body string) *exec.Cmd {
-			path := filepath.Join(b.dir, name)
-			os.WriteFile(path, []byte(fmt.Sprintf(hammerdbConnect, b.inst.Port, b.inst.User, o.warehouses)+body), 0o644)
-			cmd := exec.CommandContext(ctx, "./hammerdbcli", "auto", path)
-			cmd.Dir = hdb
-			cmd.Env = append(os.Environ(), "TMP="+b.dir)
-			return cmd
-		}
-		ds = append(ds, driver{name: "HammerDB tprocc", kind: kindProcedures, db: "hammerdb", orders: "orders", createsDB: true,
-			load: func(ctx context.Context) *exec.Cmd {
-				return hammer(ctx, "hammerdb-load.tcl", fmt.Sprintf(hammerdbLoad, min(o.warehouses, 2*runtime.NumCPU())))
-			},
-			run: func(ctx context.Context, d time.Duration) *exec.Cmd {
-				// Its timed driver runs whole minutes; the window is read
-				// from outside, as for every driver.
-				return hammer(ctx, "hammerdb-run.tcl", fmt.Sprintf(hammerdbRun, int(math.Ceil(d.Minutes())), o.users))
-			}})
-	}
-	return ds, skipped
-}
-
-// hammerdbConnect sets HammerDB's PostgreSQL TPROC-C: port, superuser,
-// warehouses. Its schema goes to database hammerdb, owned by a user of
-// its own (trust authentication on the managed server); stored
-// procedures (PostgreSQL 11+ procedures), each virtual user on its own
-// home warehouse, no keying and thinking, no time profile.
-const hammerdbConnect = `dbset db pg
-dbset bm TPC-C
-diset connection pg_host 127.0.0.1
-diset connection pg_port %d
-diset connection pg_sslmode disable
-diset tpcc pg_superuser %s
-diset tpcc pg_superuserpass x
-diset tpcc pg_defaultdbase postgres
-diset tpcc pg_user hammerdb
-diset tpcc pg_pass hammerdb
-diset tpcc pg_dbase hammerdb
-diset tpcc pg_count_ware %d
-diset tpcc pg_storedprocs true
-diset tpcc pg_partition false
-diset tpcc pg_allwarehouse false
-diset tpcc pg_keyandthink false
-diset tpcc pg_timeprofile false
-diset tpcc pg_vacuum false
-`
-
-// hammerdbLoad: build threads.
-const hammerdbLoad = `diset tpcc pg_num_vu %d
-buildschema
-`
-
-// hammerdbRun: minutes, virtual users (its timed driver adds a monitor).
-const hammerdbRun = `diset tpcc pg_driver timed
-diset tpcc pg_total_iterations 10000000
-diset tpcc pg_rampup 0
-diset tpcc pg_duration %d
-loadscript
-vuset logtotemp 0
-vuset vu %d
-vucreate
-vurun
-vudestroy
-`
-
-// hammerdb finds HammerDB 4.x: $HAMMERDB, the directory of hammerdbcli.
-func hammerdb() (string, error) {
-	dir := os.Getenv("HAMMERDB")
-	if dir == "" {
-		return "", errors.New("$HAMMERDB (the directory of hammerdbcli, 4.x on Tcl 8.6) not set")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "hammerdbcli")); err != nil {
-		return "", fmt.Errorf("$HAMMERDB: %v", err)
-	}
-	return dir, nil
-}
-
-// benchbaseConfig: port, user, warehouses, terminals, seconds. Read
-// committed, as the other drivers run.
-const benchbaseConfig = `<?xml version="1.0"?>
-<parameters>
-    <type>POSTGRES</type>
-    <driver>org.postgresql.Driver</driver>
-    <url>jdbc:postgresql://127.0.0.1:%d/benchbase?sslmode=disable&amp;ApplicationName=tpcc&amp;reWriteBatchedInserts=true</url>
-    <username>%s</username>
-    <password></password>
-    <reconnectOnConnectionFailure>true</reconnectOnConnectionFailure>
-    <isolation>TRANSACTION_READ_COMMITTED</isolation>
-    <batchsize>128</batchsize>
-    <scalefactor>%d</scalefactor>
-    <terminals>%d</terminals>
-    <works>
-        <work>
-            <time>%d</time>
-            <rate>unlimited</rate>
-            <weights>45,43,4,4,4</weights>
-        </work>
-    </works>
-    <transactiontypes>
-        <transactiontype><name>NewOrder</name></transactiontype>
-        <transactiontype><name>Payment</name></transactiontype>
-        <transactiontype><name>OrderStatus</name></transactiontype>
-        <transactiontype><name>Delivery</name></transactiontype>
-        <transactiontype><name>StockLevel</name></transactiontype>
-    </transactiontypes>
-</parameters>
-`
 
 // find returns $env, else name on PATH.
 func find(env, name string) (string, error) {
@@ -382,13 +234,25 @@ func find(env, name string) (string, error) {
 	return p, nil
 }
 
-func benchbase() (string, error) {
-	dir := os.Getenv("BENCHBASE")
+// benchbase finds a BenchBase built for the engine: the first of envs
+// set, the directory of benchbase.jar whose lib/ holds the engine's JDBC
+// driver (jar, a glob).
+func benchbase(profile, jar string, envs ...string) (string, error) {
+	dir, env := "", envs[0]
+	for _, e := range envs {
+		if dir = os.Getenv(e); dir != "" {
+			env = e
+			break
+		}
+	}
 	if dir == "" {
-		return "", errors.New("$BENCHBASE (the directory of benchbase.jar, built with -P postgres) not set")
+		return "", fmt.Errorf("$%s (the directory of benchbase.jar, built with -P %s) not set", strings.Join(envs, " or $"), profile)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "benchbase.jar")); err != nil {
-		return "", fmt.Errorf("$BENCHBASE: %v", err)
+		return "", fmt.Errorf("$%s: %v", env, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "lib", jar)); len(m) == 0 {
+		return "", fmt.Errorf("$%s: no %s in its lib/: not built with -P %s", env, jar, profile)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return "", errors.New("java not on PATH")
@@ -402,21 +266,31 @@ type point struct {
 	clientCPU time.Duration
 	writes    int64 // the client's write system calls
 	serverCPU time.Duration
-	xacts     int64 // the database's commits and rollbacks
+	xacts     int64 // the server's commits and rollbacks (of the driver's database on PostgreSQL)
+	requests  int64 // the requests clients sent the server (MariaDB's Questions); -1 where not counted
 	orders    int64 // rows of the driver's orders table: New-Orders committed
 }
 
-// sample is a run's window: the difference of two points.
-type sample struct{ a, b point }
+// sample is a run's window: the difference of two points, and the
+// driver's New-Order share.
+type sample struct {
+	a, b  point
+	share float64
+}
 
 // txs is the driver's transactions in the window: for a TPC-C-like
 // driver its committed New-Orders (rows of its orders table) over their
-// share of the mix, 45% less the 1% rolled back; for pgbench the server's
-// transactions. A driver may make more server transactions than its own
-// (go-tpc on PostgreSQL makes two): newOrderShare shows it.
+// share of the mix, 45% less the 1% rolled back in the standard mix; for
+// the floor the server's transactions. A driver may make more server
+// transactions than its own (go-tpc on PostgreSQL makes two):
+// serverPerDriverTx shows it.
 func (s sample) txs() float64 {
 	if n := s.b.orders - s.a.orders; n > 0 {
-		return float64(n) / newOrderShare
+		share := s.share
+		if share == 0 {
+			share = newOrderShare
+		}
+		return float64(n) / share
 	}
 	return float64(s.b.xacts - s.a.xacts)
 }
@@ -432,7 +306,8 @@ func (s sample) clientPerTx() float64 {
 func (s sample) serverPerTx() float64 {
 	return float64((s.b.serverCPU - s.a.serverCPU).Microseconds()) / s.txs()
 }
-func (s sample) writesPerTx() float64 { return float64(s.b.writes-s.a.writes) / s.txs() }
+func (s sample) writesPerTx() float64   { return float64(s.b.writes-s.a.writes) / s.txs() }
+func (s sample) requestsPerTx() float64 { return float64(s.b.requests-s.a.requests) / s.txs() }
 
 // serverPerDriverTx is how many transactions the server counted for each
 // of the driver's.
@@ -449,20 +324,9 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	pid := cmd.Process.Pid
-	var orders *pgx.Conn
-	if d.orders != "" {
-		c, err := pgx.Connect(ctx, b.url(d.db))
-		if err != nil {
-			cmd.Process.Kill()
-			<-done
-			return sample{}, err
-		}
-		defer c.Close(ctx)
-		orders = c
-	}
 	// The product's own readers of a process tree's CPU: the server's,
 	// and the client's (its threads and any child process).
-	server, err := ostat.New(ostat.Options{ServerPID: b.inst.PID})
+	server, err := ostat.New(ostat.Options{ServerPID: b.srv.pid()})
 	var client *ostat.Reader
 	if err == nil {
 		client, err = ostat.New(ostat.Options{ServerPID: pid})
@@ -473,7 +337,7 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 		return sample{}, err
 	}
 	read := func() (point, error) {
-		p := point{at: time.Now(), writes: procWrites(pid)}
+		p := point{at: time.Now(), writes: procWrites(pid), requests: -1}
 		for _, x := range []struct {
 			r  *ostat.Reader
 			to *time.Duration
@@ -487,13 +351,13 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 			}
 			*x.to = time.Duration(*snap.ServerCPU * float64(time.Second))
 		}
-		err := b.admin.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1", d.db).Scan(&p.xacts)
-		if err == nil && orders != nil {
-			err = orders.QueryRow(ctx, "SELECT count(*) FROM "+d.orders).Scan(&p.orders)
+		err := b.srv.read(ctx, d.db, &p)
+		if err == nil && d.orders != "" {
+			p.orders, err = b.srv.rows(ctx, d.db, d.orders)
 		}
 		return p, err
 	}
-	var s sample
+	s := sample{share: d.share}
 	wait := func(t time.Duration) error {
 		select {
 		case err := <-done:

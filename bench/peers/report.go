@@ -12,13 +12,22 @@ import (
 )
 
 // report prints the table, dbparity's ratios to each peer and the targets
-// of issue 16.
+// of the engine's issue (16 for PostgreSQL, 33 for MariaDB).
 func (b *bench) report(drivers []driver, skipped []string, samples map[string][]sample, loads map[string]time.Duration) {
 	o := b.o
-	fmt.Printf("\npeers, %s: %d warehouses, %d sessions, %d interleaved rounds of %s windows after %s, PostgreSQL %s over loopback TCP, %d cores\n\n",
-		time.Now().Format("2006-01-02"), o.warehouses, o.users, o.rounds, o.duration, o.warmup, b.inst.Version, runtime.NumCPU())
+	fmt.Printf("\npeers, %s: %d warehouses, %d sessions, %d interleaved rounds of %s windows after %s, %s over loopback TCP, %d cores\n\n",
+		time.Now().Format("2006-01-02"), o.warehouses, o.users, o.rounds, o.duration, o.warmup, b.srv.name(), runtime.NumCPU())
+	// The server's count of client requests, where it has one (MariaDB).
+	requests := false
+	for _, ss := range samples {
+		requests = requests || len(ss) > 0 && ss[0].a.requests >= 0
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "driver (medians)\tkind\ttransactions/s\tclient CPU µs/tx\twrites/tx (round trips)\tserver CPU µs/tx\tserver transactions/tx\t")
+	fmt.Fprint(tw, "driver (medians)\tkind\ttransactions/s\tclient CPU µs/tx\twrites/tx (round trips)\t")
+	if requests {
+		fmt.Fprint(tw, "statements/tx (Questions)\t")
+	}
+	fmt.Fprintln(tw, "server CPU µs/tx\tserver transactions/tx\t")
 	med := func(name string, f func(sample) float64) float64 {
 		var v []float64
 		for _, s := range samples[name] {
@@ -32,14 +41,16 @@ func (b *bench) report(drivers []driver, skipped []string, samples map[string][]
 			writes = "n/a (send)"
 		}
 		share := fmt.Sprintf("%.2f", med(d.name, sample.serverPerDriverTx))
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%.0f\t%s\t\n", d.name, d.kind, med(d.name, sample.tps), med(d.name, sample.clientPerTx),
-			writes, med(d.name, sample.serverPerTx), share)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t", d.name, d.kind, med(d.name, sample.tps), med(d.name, sample.clientPerTx), writes)
+		if requests {
+			fmt.Fprintf(tw, "%.1f\t", med(d.name, sample.requestsPerTx))
+		}
+		fmt.Fprintf(tw, "%.0f\t%s\t\n", med(d.name, sample.serverPerTx), share)
 	}
 	tw.Flush()
-	fmt.Println("  writes: the client's write system calls per transaction, a round trip at least one; libpq sends with send(),")
-	fmt.Println("  which /proc/PID/io does not count (pgbench's tpcb-like script makes 7 round trips a transaction).")
-	fmt.Println("  transactions: a TPC-C-like driver's committed New-Orders (its orders table's new rows) / 44.55% (45% of the mix,")
-	fmt.Println("  1% rolled back); pgbench's from the server; server transactions/tx: how many the server counted for each")
+	for _, n := range b.srv.notes() {
+		fmt.Println("  " + n)
+	}
 	for _, s := range skipped {
 		fmt.Printf("  (%s)\n", s)
 	}
@@ -65,7 +76,11 @@ func (b *bench) report(drivers []driver, skipped []string, samples map[string][]
 	}
 	tw.Flush()
 
-	fmt.Printf("\nload of %d warehouses (pgbench: scale %d)\n", o.warehouses, o.pgbenchScale)
+	floor := fmt.Sprintf("pgbench: scale %d", o.pgbenchScale)
+	if o.engine == "mariadb" {
+		floor = fmt.Sprintf("sysbench: 4 tables of %d rows", o.sysbenchRows)
+	}
+	fmt.Printf("\nload of %d warehouses (%s)\n", o.warehouses, floor)
 	var fastestPeer time.Duration
 	for _, d := range drivers {
 		if l, ok := loads[d.name]; ok {
@@ -76,7 +91,7 @@ func (b *bench) report(drivers []driver, skipped []string, samples map[string][]
 		}
 	}
 
-	fmt.Println("\ntargets (issue 16)")
+	fmt.Printf("\ntargets (%s)\n", b.srv.issue())
 	verdict := func(ok bool) string {
 		if ok {
 			return "met"
@@ -105,6 +120,10 @@ func (b *bench) report(drivers []driver, skipped []string, samples map[string][]
 				fmt.Printf("  %s: transactions/s ≥ %s's: %s (%.2fx)\n", mode, d.name, verdict(r >= 1), r)
 			}
 		}
+		if o.engine == "mariadb" {
+			w := med(mode, sample.writesPerTx)
+			fmt.Printf("  %s: round trips (writes) per transaction ≤ 8: %s (%.1f)\n", mode, verdict(w <= 8), w)
+		}
 	}
 	procPeer := false
 	for _, d := range drivers {
@@ -119,7 +138,11 @@ func (b *bench) report(drivers []driver, skipped []string, samples map[string][]
 	if !procPeer {
 		fmt.Printf("  procedure mode's client CPU %.0f µs/tx against a procedure peer: none ran (set $HAMMERDB)\n", pr)
 	}
-	if l, ok := loads["dbparity client"]; ok {
+	if l, ok := loads["dbparity client"]; ok && o.engine == "mariadb" {
+		if fastestPeer > 0 {
+			fmt.Printf("  (load, no target here: %.1f s, %.2fx the fastest peer's %.1f s)\n", l.Seconds(), l.Seconds()/fastestPeer.Seconds(), fastestPeer.Seconds())
+		}
+	} else if ok {
 		fmt.Printf("  load ≤ 7.4 s: %s (%.1f s)", verdict(l <= 7400*time.Millisecond), l.Seconds())
 		if fastestPeer > 0 {
 			fmt.Printf("; ≤ 0.5 × the fastest peer's %.1f s: %s (%.2fx)", fastestPeer.Seconds(), verdict(l <= fastestPeer/2), l.Seconds()/fastestPeer.Seconds())
