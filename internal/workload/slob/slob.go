@@ -208,6 +208,17 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	if err != nil {
 		return err
 	}
+	idx = idx[:0]
+	for _, l := range layouts {
+		if len(l.Index) > 0 {
+			idx = append(idx, workload.Unit{Name: "index " + l.Name + " on id", Load: func(ctx context.Context, c target.Conn) (int64, error) {
+				return 0, l.BuildIndex(ctx, c)
+			}})
+		}
+	}
+	if err := workload.RunUnits(ctx, env, idx); err != nil {
+		return err
+	}
 	if err := settle(ctx, env, layouts); err != nil {
 		return err
 	}
@@ -346,7 +357,7 @@ func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]wo
 
 func (s *Slob) NewWorker(id int, seed uint64, d target.Dialect) workload.Worker {
 	g := rand.New(rand.NewPCG(seed, 1<<40|uint64(id)))
-	w := &worker{s: s, g: g, own: s.statements(id%s.Schemas + 1), hot: s.statements(1)}
+	w := &worker{s: s, g: g, own: s.statements(id%s.Schemas + 1), hot: s.statements(1), session: d.BlockTable(table(1)).Session}
 	if s.RedoStress == "heavy" {
 		n := d.BlockTable(table(1)).Pad
 		w.pads = pad(g, 2*n)
@@ -376,6 +387,10 @@ type worker struct {
 	ops      int // operations drawn so far
 	cur, key int
 	onHot    bool
+	// session are the layout's statements for each new connection, run
+	// before its first operation; set is the connection they last ran on.
+	session []string
+	set     target.Conn
 }
 
 // Next spreads UPDATE_PCT evenly over every 100 operations (as SLOB
@@ -402,6 +417,14 @@ func (w *worker) Think() time.Duration {
 }
 
 func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+	if w.set != c {
+		for _, q := range w.session {
+			if _, err := c.Exec(ctx, q); err != nil {
+				return workload.Outcome{}, fmt.Errorf("slob session: %s: %w", q, err)
+			}
+		}
+		w.set = c
+	}
 	lo, hi := w.key-w.s.WorkUnit, w.key
 	st := w.own
 	if w.onHot {
