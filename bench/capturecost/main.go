@@ -33,8 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 type options struct {

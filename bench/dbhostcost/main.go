@@ -28,8 +28,8 @@ import (
 	"github.com/dbparity/dbparity/bench/internal/benchenv"
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/runner"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 func main() {
@@ -67,7 +67,7 @@ func run(readings int, window time.Duration, windows int) error {
 		Out: filepath.Join(env.Dir, "load.json"), Force: true, Collect: runner.CollectOptions{Off: true}})
 	time.Sleep(2 * time.Second)
 
-	tg, err := target.Open(env.Inst.URL())
+	tg, err := engine.Open(env.Inst.URL())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 // skip is the row of a client that cannot run here.

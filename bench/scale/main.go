@@ -45,8 +45,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 type row struct {
@@ -277,13 +277,13 @@ listen_backlog = 4096
 
 // libraryCost is what the connection library alone holds per open
 // connection: this process opens from connections, then to, on a managed
-// server of engine, and divides the growth of its heap and stacks in use
+// server of engine name, and divides the growth of its heap and stacks in use
 // (after a garbage collection) by the connections added.
-func libraryCost(engine, work string, from, to int) (float64, error) {
+func libraryCost(name, work string, from, to int) (float64, error) {
 	ctx := context.Background()
-	o := managed.Options{DataDir: filepath.Join(work, engine+"-lib"), Settings: []string{fmt.Sprintf("max_connections=%d", to+50)}}
+	o := managed.Options{DataDir: filepath.Join(work, name+"-lib"), Settings: []string{fmt.Sprintf("max_connections=%d", to+50)}}
 	start := managed.Start
-	if engine == "mariadb" {
+	if name == "mariadb" {
 		start = managed.StartMariaDB
 	}
 	inst, err := start(ctx, o)
@@ -291,12 +291,12 @@ func libraryCost(engine, work string, from, to int) (float64, error) {
 		return 0, err
 	}
 	defer inst.Stop()
-	tg, err := target.Open(inst.URL())
+	tg, err := engine.Open(inst.URL())
 	if err != nil {
 		return 0, err
 	}
 	defer tg.Close()
-	var conns []target.Conn
+	var conns []engine.Conn
 	defer func() {
 		for _, c := range conns {
 			c.Close()

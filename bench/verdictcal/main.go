@@ -38,9 +38,9 @@ import (
 	"github.com/dbparity/dbparity/bench/internal/benchenv"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 func main() {
@@ -382,7 +382,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 
 // sql runs one statement on the server.
 func sql(ctx context.Context, env *benchenv.Env, stmt string) error {
-	t, err := target.Open(env.Inst.URL())
+	t, err := engine.Open(env.Inst.URL())
 	if err != nil {
 		return err
 	}

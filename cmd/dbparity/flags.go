@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/runner"
-	"github.com/dbparity/dbparity/internal/target/managed"
 	"github.com/dbparity/dbparity/internal/workload"
 	"golang.org/x/term"
 )

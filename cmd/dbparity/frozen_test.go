@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 // A server frozen (SIGSTOP) before a command starts: every command that

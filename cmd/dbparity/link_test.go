@@ -14,8 +14,8 @@ import (
 
 	"github.com/dbparity/dbparity/internal/collect/nodeexp/exportertest"
 	"github.com/dbparity/dbparity/internal/cpuset"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // A database across a link: the managed server reached through a proxy

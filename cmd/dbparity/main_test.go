@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 var bin string
@@ -212,7 +212,7 @@ func TestRunLoadShowOnDefault(t *testing.T) {
 // A consistency violation makes check exit 3.
 func TestCheckFailsOnCorruption(t *testing.T) {
 	dir := loadedDir(t)
-	tg, err := target.Open("sqlite://" + filepath.Join(dir, "dbparity-data", "dbparity.db"))
+	tg, err := engine.Open("sqlite://" + filepath.Join(dir, "dbparity-data", "dbparity.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestCompareCommitDelay(t *testing.T) {
 // new session sees it (a reload reaches the server asynchronously).
 func setAndWait(t *testing.T, url, name, value string) {
 	t.Helper()
-	tg, err := target.Open(url)
+	tg, err := engine.Open(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // The Job that dbparity k8s writes, played by local processes: its three
@@ -310,7 +310,7 @@ func TestPartFaultsAfterKill(t *testing.T) {
 			t.Errorf("%s: the other part ran alone and wrote its result", what)
 		}
 	}
-	tg, err := target.Open(inst.URL())
+	tg, err := engine.Open(inst.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // Through PgBouncer in transaction mode (1.18 here: it keeps no statement

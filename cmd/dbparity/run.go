@@ -13,11 +13,11 @@ import (
 
 	"github.com/dbparity/dbparity/internal/compare"
 	"github.com/dbparity/dbparity/internal/cpuset"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/runner"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 func cmdLoad(ctx context.Context, args []string) error {
@@ -348,7 +348,7 @@ func cmdCheck(ctx context.Context, args []string) error {
 		o := c.opts
 		o.Target = t
 		if len(ts) > 1 {
-			fmt.Printf("%s:\n", target.Redact(t.URL))
+			fmt.Printf("%s:\n", engine.Redact(t.URL))
 		}
 		switch err := runner.Check(ctx, o); {
 		case err != nil && first == nil:

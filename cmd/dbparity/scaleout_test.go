@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // The 4-host and 8-host study on one machine: 8 managed servers (tiny

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // A password given in a target never reaches stderr, whether the target is
@@ -235,7 +235,7 @@ func secretsServer(t *testing.T) *managed.Instance {
 
 func execOn(t *testing.T, url, sql string) {
 	t.Helper()
-	tg, err := target.Open(url)
+	tg, err := engine.Open(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 // --users far above what the server accepts (max_connections 20): the

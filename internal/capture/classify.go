@@ -222,7 +222,7 @@ func Own(application string) bool { return strings.HasPrefix(application, OwnPre
 var ownMarker = regexp.MustCompile(`^SET @dbparity_application = '(dbparity-[a-z-]+)'$`)
 
 // OwnMarker reads the application from the statement a MySQL connection
-// of dbparity's own sends first (target.OwnMarkerSQL).
+// of dbparity's own sends first (engine.OwnMarkerSQL).
 func OwnMarker(text string) (string, bool) {
 	m := ownMarker.FindStringSubmatch(strings.TrimSpace(text))
 	if m == nil {

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/dbparity/dbparity/internal/capture"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // The marker dbparity's own MySQL connections send is the one a capture
 // recognises.
 func TestOwnMarker(t *testing.T) {
-	app, ok := capture.OwnMarker(target.OwnMarkerSQL("dbparity-collector"))
+	app, ok := capture.OwnMarker(engine.OwnMarkerSQL("dbparity-collector"))
 	if !ok || app != "dbparity-collector" || !capture.Own(app) {
 		t.Errorf("marker read as %q, %v", app, ok)
 	}

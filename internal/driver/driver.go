@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -43,7 +43,7 @@ type Config struct {
 	TxTypes  []string
 	// NewWorker returns session id's generator.
 	NewWorker func(id int) workload.Worker
-	Connect   func(ctx context.Context) (target.Conn, error)
+	Connect   func(ctx context.Context) (engine.Conn, error)
 	// Tick is the interval of the series and of progress (default 1s).
 	Tick time.Duration
 	// Progress, if set, is called once per tick from the monitor goroutine.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -20,15 +20,15 @@ import (
 type fakeConn struct{ n atomic.Int64 }
 
 func (c *fakeConn) Exec(context.Context, string, ...any) (int64, error)        { c.n.Add(1); return 0, nil }
-func (c *fakeConn) Query(context.Context, string, ...any) (target.Rows, error) { return nil, nil }
-func (c *fakeConn) QueryRow(context.Context, string, ...any) target.Row        { return nil }
-func (c *fakeConn) Begin(context.Context, target.TxMode) error                 { return nil }
+func (c *fakeConn) Query(context.Context, string, ...any) (engine.Rows, error) { return nil, nil }
+func (c *fakeConn) QueryRow(context.Context, string, ...any) engine.Row        { return nil }
+func (c *fakeConn) Begin(context.Context, engine.TxMode) error                 { return nil }
 func (c *fakeConn) Commit(context.Context) error                               { return nil }
 func (c *fakeConn) Rollback(context.Context) error                             { return nil }
 func (c *fakeConn) CopyFrom(context.Context, string, []string, [][]any) (int64, error) {
 	return 0, nil
 }
-func (c *fakeConn) SendBatch(context.Context, *target.Batch) error { return nil }
+func (c *fakeConn) SendBatch(context.Context, *engine.Batch) error { return nil }
 func (c *fakeConn) Statements() int64                              { return c.n.Load() }
 func (c *fakeConn) RoundTrips() int64                              { return c.n.Load() }
 func (c *fakeConn) Lost() bool                                     { return false }
@@ -54,7 +54,7 @@ func (w *fakeWorker) Next() int {
 	return w.i % 2
 }
 
-func (w *fakeWorker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *fakeWorker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	time.Sleep(time.Millisecond)
 	c.Exec(ctx, "x")
 	switch {
@@ -81,7 +81,7 @@ func config(mode string, connects *atomic.Int64) Config {
 		Tick:       100 * time.Millisecond,
 		AbortAfter: 300 * time.Millisecond,
 		NewWorker:  func(int) workload.Worker { return &fakeWorker{mode: mode} },
-		Connect: func(context.Context) (target.Conn, error) {
+		Connect: func(context.Context) (engine.Conn, error) {
 			if connects != nil {
 				connects.Add(1)
 			}
@@ -203,7 +203,7 @@ func TestReconnectsAfterLostConnection(t *testing.T) {
 // thinker runs no-op transactions and thinks 20 ms after each.
 type thinker struct{ fakeWorker }
 
-func (w *thinker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *thinker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	return workload.Outcome{}, nil
 }
 func (w *thinker) Think() time.Duration { return 20 * time.Millisecond }
@@ -214,7 +214,7 @@ func TestThinkTime(t *testing.T) {
 	cfg := Config{Users: 2, Duration: 500 * time.Millisecond, TxTypes: []string{"a", "b"}, Tick: 100 * time.Millisecond,
 		StopGrace: time.Second,
 		NewWorker: func(int) workload.Worker { return &thinker{} },
-		Connect:   func(context.Context) (target.Conn, error) { return &fakeConn{}, nil }}
+		Connect:   func(context.Context) (engine.Conn, error) { return &fakeConn{}, nil }}
 	var ready atomic.Int32
 	cfg.Ready = func(context.Context) error { ready.Add(1); return nil }
 	start := time.Now()
@@ -256,7 +256,7 @@ func TestReadyErrorStopsTheRun(t *testing.T) {
 // answer that never comes, as against a server stopped with SIGSTOP.
 type frozenWorker struct{ fakeWorker }
 
-func (w *frozenWorker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *frozenWorker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	c.Exec(ctx, "x")
 	<-ctx.Done()
 	return workload.Outcome{}, ctx.Err()
@@ -302,7 +302,7 @@ func TestServerDownAbortsWhateverTheBackoff(t *testing.T) {
 	cfg.Warmup, cfg.Duration = 0, time.Hour
 	cfg.AbortAfter = 2 * time.Second
 	cfg.NewWorker = func(int) workload.Worker { return &downWorker{down: &down} }
-	cfg.Connect = func(context.Context) (target.Conn, error) {
+	cfg.Connect = func(context.Context) (engine.Conn, error) {
 		if down.Load() {
 			return nil, errors.New("connection refused")
 		}
@@ -334,7 +334,7 @@ type downWorker struct {
 	down *atomic.Bool
 }
 
-func (w *downWorker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *downWorker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	time.Sleep(time.Millisecond)
 	if w.down.Load() {
 		return workload.Outcome{}, io.EOF
@@ -349,7 +349,7 @@ func TestOutageThenRecovery(t *testing.T) {
 	cfg := config("", nil)
 	cfg.Warmup, cfg.Duration = 0, 3*time.Second
 	cfg.NewWorker = func(int) workload.Worker { return &downWorker{down: &down} }
-	cfg.Connect = func(context.Context) (target.Conn, error) {
+	cfg.Connect = func(context.Context) (engine.Conn, error) {
 		if down.Load() {
 			return nil, errors.New("connection refused")
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -19,7 +19,7 @@ type turnWorker struct {
 	overlaps    *atomic.Int64
 }
 
-func (w *turnWorker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *turnWorker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	w.mine.Add(1)
 	defer w.mine.Add(-1)
 	if w.other.Load() > 0 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -15,7 +15,7 @@ import (
 type serviceWorker struct{ d time.Duration }
 
 func (w serviceWorker) Next() int { return 0 }
-func (w serviceWorker) Run(context.Context, target.Conn) (workload.Outcome, error) {
+func (w serviceWorker) Run(context.Context, engine.Conn) (workload.Outcome, error) {
 	time.Sleep(w.d)
 	return workload.Outcome{}, nil
 }
@@ -27,7 +27,7 @@ func openLoop(t *testing.T, rate float64, arrival string) *Result {
 		Users: 2, Warmup: 300 * time.Millisecond, Duration: 2 * time.Second, TxTypes: []string{"t"},
 		Tick:      100 * time.Millisecond,
 		NewWorker: func(int) workload.Worker { return serviceWorker{4 * time.Millisecond} },
-		Connect:   func(context.Context) (target.Conn, error) { return &fakeConn{}, nil },
+		Connect:   func(context.Context) (engine.Conn, error) { return &fakeConn{}, nil },
 		Rate:      rate, Arrival: arrival, Seed: 7,
 	})
 	if err != nil {

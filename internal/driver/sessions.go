@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -35,7 +35,7 @@ type session struct {
 	// and wdAt are its statement count when last seen to change.
 	busy     bool
 	timedOut bool
-	conn     target.Conn
+	conn     engine.Conn
 	cancel   context.CancelFunc
 	wdCount  int64
 	wdAt     time.Time
@@ -62,8 +62,8 @@ type faultCounts struct {
 // first refusal, not by --users refusals. Each attempt has
 // StatementTimeout, so a server that accepts and never answers fails the
 // run instead of hanging it.
-func connectAll(ctx context.Context, cfg Config) ([]target.Conn, error) {
-	conns := make([]target.Conn, cfg.Users)
+func connectAll(ctx context.Context, cfg Config) ([]engine.Conn, error) {
+	conns := make([]engine.Conn, cfg.Users)
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
@@ -95,7 +95,7 @@ launch:
 				return
 			case first != nil || sctx.Err() != nil && cctx.Err() != context.DeadlineExceeded:
 				return // stopped by another's failure, or by ctx
-			case errors.Is(err, target.ErrServerFull):
+			case errors.Is(err, engine.ErrServerFull):
 				err = fmt.Errorf("the server refused session %d with %d open: %w: raise max_connections on the server (or lower --users)", i+1, opened, err)
 			case cctx.Err() == context.DeadlineExceeded:
 				err = fmt.Errorf("the server did not accept a connection within %s (--statement-timeout)", cfg.StatementTimeout)
@@ -142,7 +142,7 @@ func (s *session) fold(latency []*metrics.Histogram, commit, queue *metrics.Hist
 // session is one virtual user: draw, run, retry, record, until stopped.
 // hard ends it; its statements run under a context of its own that the
 // watchdog cancels when the server does not answer.
-func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
+func (r *run) session(hard context.Context, id int, s *session, c engine.Conn) {
 	w := r.cfg.NewWorker(id)
 	var sent, trips int64 // statements and round trips of c already counted
 	account := func(phase int) {
@@ -198,7 +198,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 		}
 		var out workload.Outcome
 		var err error
-		var cls target.ErrorClass
+		var cls engine.ErrorClass
 		retries := 0
 		unreachable := false // a connect failed or a statement timed out
 		s.mu.Lock()
@@ -212,7 +212,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			if c == nil {
 				if c, err = r.cfg.Connect(ctx); err != nil {
 					c = nil
-					cls = target.ErrorClass{Name: "connection", Lost: true}
+					cls = engine.ErrorClass{Name: "connection", Lost: true}
 					unreachable = true
 					break
 				}
@@ -230,7 +230,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			if err == nil {
 				break
 			}
-			cls = target.Classify(err)
+			cls = engine.Classify(err)
 			if cls.Lost || c.Lost() {
 				break // the outcome is unknown: never run it again
 			}
@@ -252,7 +252,7 @@ func (r *run) session(hard context.Context, id int, s *session, c target.Conn) {
 			ctx, cancel = context.WithCancel(hard)
 			s.cancel = cancel
 			if err != nil {
-				cls, unreachable = target.ErrorClass{Name: "timeout", Lost: true}, true
+				cls, unreachable = engine.ErrorClass{Name: "timeout", Lost: true}, true
 				err = fmt.Errorf("server did not answer for %s: %w", r.cfg.StatementTimeout, err)
 			}
 		}

@@ -5,20 +5,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // collectorConn is a collector's connection that never hangs and comes
 // back: every statement and every connection attempt has the run's
 // statement timeout, and a connection that was lost (the server was
 // killed, restarted, or froze past the timeout) is opened again at the
-// next statement. The collectors' code sees one target.Conn throughout.
+// next statement. The collectors' code sees one engine.Conn throughout.
 // It is used by one goroutine at a time.
 type collectorConn struct {
-	t       *target.Target
+	t       *engine.Target
 	app     string
 	timeout time.Duration
-	c       target.Conn
+	c       engine.Conn
 	// closedStmts counts the statements of connections already closed;
 	// reconnects the connections opened after the first.
 	closedStmts int64
@@ -27,7 +27,7 @@ type collectorConn struct {
 
 // dialCollector opens the first connection; failing, it fails the run's
 // start, as a server that cannot be reached before the run should.
-func dialCollector(ctx context.Context, t *target.Target, app string, timeout time.Duration) (*collectorConn, error) {
+func dialCollector(ctx context.Context, t *engine.Target, app string, timeout time.Duration) (*collectorConn, error) {
 	cc := &collectorConn{t: t, app: app, timeout: timeout}
 	if _, err := cc.conn(ctx); err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func dialCollector(ctx context.Context, t *target.Target, app string, timeout ti
 	return cc, nil
 }
 
-func (cc *collectorConn) conn(ctx context.Context) (target.Conn, error) {
+func (cc *collectorConn) conn(ctx context.Context) (engine.Conn, error) {
 	if cc.c != nil && !cc.c.Lost() {
 		return cc.c, nil
 	}
@@ -86,7 +86,7 @@ func (cc *collectorConn) Exec(ctx context.Context, sql string, args ...any) (int
 	return n, cc.explain(ctx, sctx, err)
 }
 
-func (cc *collectorConn) Query(ctx context.Context, sql string, args ...any) (target.Rows, error) {
+func (cc *collectorConn) Query(ctx context.Context, sql string, args ...any) (engine.Rows, error) {
 	c, err := cc.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (cc *collectorConn) Query(ctx context.Context, sql string, args ...any) (ta
 	return &collectorRows{Rows: rows, cancel: cancel}, nil
 }
 
-func (cc *collectorConn) QueryRow(ctx context.Context, sql string, args ...any) target.Row {
+func (cc *collectorConn) QueryRow(ctx context.Context, sql string, args ...any) engine.Row {
 	c, err := cc.conn(ctx)
 	if err != nil {
 		return errRow{err}
@@ -111,7 +111,7 @@ func (cc *collectorConn) QueryRow(ctx context.Context, sql string, args ...any) 
 	}}
 }
 
-func (cc *collectorConn) Begin(ctx context.Context, mode target.TxMode) error {
+func (cc *collectorConn) Begin(ctx context.Context, mode engine.TxMode) error {
 	c, err := cc.conn(ctx)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (cc *collectorConn) CopyFrom(context.Context, string, []string, [][]any) (i
 	return 0, fmt.Errorf("collectors do not copy")
 }
 
-func (cc *collectorConn) SendBatch(context.Context, *target.Batch) error {
+func (cc *collectorConn) SendBatch(context.Context, *engine.Batch) error {
 	return fmt.Errorf("collectors send no batches")
 }
 
@@ -166,7 +166,7 @@ func (cc *collectorConn) Close() error {
 }
 
 type collectorRows struct {
-	target.Rows
+	engine.Rows
 	cancel context.CancelFunc
 }
 
@@ -176,7 +176,7 @@ func (r *collectorRows) Close() {
 }
 
 type collectorRow struct {
-	row     target.Row
+	row     engine.Row
 	cancel  context.CancelFunc
 	explain func(error) error
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/nodeexp"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // DBHostModes are the values --db-host takes.
@@ -55,7 +55,7 @@ type HostChoice struct {
 // forces one. pg is a collector connection of a PostgreSQL target for the
 // sql source alone (nil for SQLite). serverPID is the server's main
 // process on this host, 0 when unknown.
-func ChooseHost(ctx context.Context, t Target, o Options, pg target.Conn, serverPID int) (HostChoice, error) {
+func ChooseHost(ctx context.Context, t Target, o Options, pg engine.Conn, serverPID int) (HostChoice, error) {
 	onHost := t.OnThisHost() || t.Managed || o.DBPID > 0
 	mode := o.DBHost
 	if mode == "" || mode == "auto" {
@@ -112,9 +112,9 @@ func ChooseHost(ctx context.Context, t Target, o Options, pg target.Conn, server
 
 // trySQL opens the sql source when the target is PostgreSQL and its
 // role may read the host's files; otherwise why says what would enable it.
-func trySQL(ctx context.Context, t Target, o Options, pg target.Conn) (why string, hc HostChoice) {
+func trySQL(ctx context.Context, t Target, o Options, pg engine.Conn) (why string, hc HostChoice) {
 	switch {
-	case t.Dialect != target.Postgres:
+	case t.Dialect != engine.Postgres:
 		return fmt.Sprintf("the database host cannot be read through a %s target: give --db-host-metrics (node_exporter)", t.Dialect), HostChoice{}
 	case pg == nil:
 		return "the database host's files need a connection to the database: give --db-host-metrics (node_exporter)", HostChoice{}
@@ -145,7 +145,7 @@ func trySQL(ctx context.Context, t Target, o Options, pg target.Conn) (why strin
 // host from the backend that serves c: its parent, when it is a postgres
 // process here (a server in a container with its own PID namespace has
 // another PID here, and is not found). 0 when not found.
-func localServerPID(ctx context.Context, c target.Conn) int {
+func localServerPID(ctx context.Context, c engine.Conn) int {
 	var backend int
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -165,7 +165,7 @@ func localServerPID(ctx context.Context, c target.Conn) int {
 // localMySQLPID finds a MySQL or MariaDB server on this host from the
 // PID file it names (@@pid_file), when that process is a mysqld or
 // mariadbd here. 0 when not found.
-func localMySQLPID(ctx context.Context, c target.Conn) int {
+func localMySQLPID(ctx context.Context, c engine.Conn) int {
 	var file string
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -207,7 +207,7 @@ func procStat(pid int) (comm string, ppid int, ok bool) {
 
 // serverDataDir is the server's data directory as it reports it (on its
 // own host), or "" when the role may not read it.
-func serverDataDir(ctx context.Context, c target.Conn) string {
+func serverDataDir(ctx context.Context, c engine.Conn) string {
 	var dir string
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

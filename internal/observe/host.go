@@ -11,9 +11,9 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // hostSource reads the OS of the database host, wherever it runs, through
@@ -73,7 +73,7 @@ func (h *hostSource) start(_, ctx context.Context) error {
 	}
 	h.dataDir = t.DataDir
 	var pg *collectorConn
-	if t.Dialect == target.Postgres {
+	if t.Dialect == engine.Postgres {
 		// A connection of its own: the sql source reads through it for
 		// the whole run; otherwise it only asks where the server is.
 		var err error
@@ -87,7 +87,7 @@ func (h *hostSource) start(_, ctx context.Context) error {
 			h.dataDir = serverDataDir(ctx, pg)
 		}
 	}
-	if t.Dialect == target.MySQL && pid == 0 && t.OnThisHost() {
+	if t.Dialect == engine.MySQL && pid == 0 && t.OnThisHost() {
 		if c, err := dialCollector(ctx, t.Target, collectorApp, ob.timeout); err == nil {
 			pid = localMySQLPID(ctx, c)
 			ob.statements += c.Statements()

@@ -21,9 +21,9 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // Options set what is collected during a run.
@@ -47,7 +47,7 @@ type Options struct {
 // Target is the database a run observes, with what the runner knows of
 // where it runs.
 type Target struct {
-	*target.Target
+	*engine.Target
 	// Managed is true when dbparity started the server on this host; PID
 	// is then its main process.
 	Managed bool
@@ -102,10 +102,10 @@ type moment struct {
 }
 
 // engines makes the source of each dialect's counters.
-var engines = map[target.Dialect]func(*Observer) source{
-	target.Postgres: newPostgres,
-	target.MySQL:    newMySQL,
-	target.SQLite:   newSQLite,
+var engines = map[engine.Dialect]func(*Observer) source{
+	engine.Postgres: newPostgres,
+	engine.MySQL:    newMySQL,
+	engine.SQLite:   newSQLite,
 }
 
 // Observer runs the collectors of one run beside the driver: database

@@ -393,7 +393,7 @@ func (h Histogram) Decode() (*metrics.Histogram, error) {
 
 // Write stores r at path atomically: the file is either the complete new
 // result or untouched. r holds no password to look for: the target and
-// the command line were redacted where they entered (target.Redact), so
+// the command line were redacted where they entered (engine.Redact), so
 // a finished run is never lost here.
 func Write(path string, r *Run) error {
 	// Compact: a long run's series make most of the file; `dbparity show`

@@ -12,8 +12,8 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/nodeexp/exportertest"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // The non-local sources of the database host, forced against a local
@@ -200,7 +200,7 @@ func agree(t *testing.T, got, want ostat.Rates) {
 func TestDatabaseHostPrecedence(t *testing.T) {
 	ctx := context.Background()
 	open := func(raw string) *opened {
-		tg, err := target.Open(raw)
+		tg, err := engine.Open(raw)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // A server frozen (SIGSTOP) inside the window, its statements timing out

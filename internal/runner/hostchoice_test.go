@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/observe"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // hostChoice and chooseHost let the runner's tests ask observe how the
@@ -17,7 +17,7 @@ type hostChoice struct {
 	warning string
 }
 
-func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg target.Conn, serverPID int) (hostChoice, error) {
+func chooseHost(ctx context.Context, t *opened, o CollectOptions, pg engine.Conn, serverPID int) (hostChoice, error) {
 	hc, err := observe.ChooseHost(ctx, t.observed(), o, pg, serverPID)
 	return hostChoice{src: hc.Source, name: hc.Name, local: hc.Local, warning: hc.Warning}, fromObserve(err)
 }

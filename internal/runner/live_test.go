@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/live"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // A replay's live metrics count what its result counts: the statements

@@ -19,9 +19,9 @@ import (
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/capture/wire"
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
 	"github.com/dbparity/dbparity/internal/workload/orderentry"
 )
 
@@ -146,9 +146,9 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 		return next, stock
 	}
 	n0, s0 := state()
-	withConn(t, c.Target, func(cn target.Conn) error {
+	withConn(t, c.Target, func(cn engine.Conn) error {
 		_, err := cn.Exec(ctx, "CALL dbparity_new_order(1, 1, 1, NOW(), 1, '1,1,1,5,2,100001,1,1')")
-		if got := target.SQLState(err); got != "DBPRB" {
+		if got := engine.SQLState(err); got != "DBPRB" {
 			t.Errorf("New-Order with an unused item: SQLSTATE %q (%v), want DBPRB", got, err)
 		}
 		return nil
@@ -201,8 +201,8 @@ func TestSlobManagedMariaDB(t *testing.T) {
 	// pages: the check's count tells.
 	execSQL(t, c.Target, "CREATE TABLE packed ENGINE=InnoDB AS SELECT * FROM slob_1")
 	execSQL(t, c.Target, "ALTER TABLE packed ADD PRIMARY KEY (pos)")
-	withConn(t, c.Target, func(cn target.Conn) error {
-		per, err := target.MySQL.BlockTable("packed").RowsPerBlock(ctx, cn, target.MySQL)
+	withConn(t, c.Target, func(cn engine.Conn) error {
+		per, err := engine.MySQL.BlockTable("packed").RowsPerBlock(ctx, cn, engine.MySQL)
 		if err == nil && per < 5 {
 			t.Errorf("packed table: %.2f workload rows per page, want about 7 (and as many fillers)", per)
 		}

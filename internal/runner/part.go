@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -151,7 +151,7 @@ func (p *Part) wait(ctx context.Context, t *opened, timeout time.Duration, say f
 		}
 		return err
 	}
-	var c target.Conn
+	var c engine.Conn
 	err := q(func(ctx context.Context) error {
 		var err error
 		c, err = t.Connect(ctx)
@@ -224,7 +224,7 @@ func (p *Part) wait(ctx context.Context, t *opened, timeout time.Duration, say f
 type registration struct {
 	p   *Part
 	t   *opened
-	c   target.Conn
+	c   engine.Conn
 	q   func(func(context.Context) error) error
 	now string // the database's clock, in microseconds
 	// registered is the row's registered_us, which tells it from a row
@@ -376,7 +376,7 @@ func (b *registration) remove(deadline time.Time) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	del := func(c target.Conn) error {
+	del := func(c engine.Conn) error {
 		_, err := c.Exec(ctx, "DELETE FROM dbparity_barrier WHERE run = $1 AND part = $2 AND registered_us = $3", b.p.RunID, b.p.Index, b.registered)
 		return err
 	}
@@ -402,7 +402,7 @@ func (b *registration) leave(remove bool) {
 // from the quickest of a few reads of the server's clock (the reading is
 // taken as made halfway through the round trip); rtt is that read's round
 // trip, twice the estimate's bound.
-func clockOffset(q func(func(context.Context) error) error, c target.Conn, now string) (offset, rtt time.Duration, err error) {
+func clockOffset(q func(func(context.Context) error) error, c engine.Conn, now string) (offset, rtt time.Duration, err error) {
 	rtt = -1
 	for range 7 {
 		var t0, t1 time.Time

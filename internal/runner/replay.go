@@ -16,11 +16,11 @@ import (
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/live"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/snapshot"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload/replay"
 )
 
@@ -273,7 +273,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 // preparing each statement text on a connection as its user to its
 // database, one per pair, opened on first need.
 func typeParams(ctx context.Context, c *capture.Capture, t *opened, o ReplayOptions) (map[int][]uint32, replay.Typing) {
-	conns := map[[2]string]target.ReplayConn{}
+	conns := map[[2]string]engine.ReplayConn{}
 	failed := map[[2]string]bool{}
 	defer func() {
 		for _, rc := range conns {
@@ -355,7 +355,7 @@ func lockWaitsVisible(ctx context.Context, t *opened) error {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := rc.Blockers(qctx, nil); err != nil {
-		if t.Dialect == target.MySQL {
+		if t.Dialect == engine.MySQL {
 			return fmt.Errorf("the replay cannot read InnoDB's lock waits (%s): GRANT PROCESS ON *.* TO the --target user, "+
 				"or replay with --sync none", strings.Join(strings.Fields(err.Error()), " "))
 		}
@@ -635,17 +635,17 @@ func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *r
 
 // replayable checks that the capture's engine is the target's: a
 // capture's SQL is its server's dialect.
-func replayable(c *capture.Capture, d target.Dialect) error {
-	engine := c.Engine
-	if engine == "" {
-		engine = capture.EnginePostgres
+func replayable(c *capture.Capture, d engine.Dialect) error {
+	from := c.Engine
+	if from == "" {
+		from = capture.EnginePostgres
 	}
 	switch {
-	case d == target.SQLite:
-		return target.ErrReplayDialect
-	case engine == capture.EngineMySQL && d != target.MySQL:
+	case d == engine.SQLite:
+		return engine.ErrReplayDialect
+	case from == capture.EngineMySQL && d != engine.MySQL:
 		return fmt.Errorf("the capture comes from MySQL or MariaDB logs: replay it against a mysql:// or mariadb:// target, not %s", d)
-	case engine != capture.EngineMySQL && d == target.MySQL:
+	case from != capture.EngineMySQL && d == engine.MySQL:
 		return fmt.Errorf("the capture comes from PostgreSQL logs: replay it against a postgres:// target, not %s", d)
 	}
 	return nil

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/snapshot"
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
 	"github.com/dbparity/dbparity/internal/workload/replay"
 )
 
@@ -51,8 +51,8 @@ func record(t *testing.T, setup, client func(inst *managed.Instance), settings .
 	inst = start(base.PGData, logging...)
 	client(inst)
 	rec.end = filepath.Join(t.TempDir(), "end.snap")
-	withConn(t, Target{URL: inst.URL()}, func(c target.Conn) error {
-		s, err := snapshot.Take(ctx, c, target.Postgres, inst.URL())
+	withConn(t, Target{URL: inst.URL()}, func(c engine.Conn) error {
+		s, err := snapshot.Take(ctx, c, engine.Postgres, inst.URL())
 		if err != nil {
 			return err
 		}

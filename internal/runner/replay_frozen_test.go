@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // A server frozen (SIGSTOP) in the middle of a replay: the stalled

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // pgTool finds a PostgreSQL client program (pgbench, psql).

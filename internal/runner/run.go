@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/live"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -565,10 +565,10 @@ func RedactArgs(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
-			out[i] = k + "=" + target.Redact(v)
+			out[i] = k + "=" + engine.Redact(v)
 			continue
 		}
-		out[i] = target.Redact(a)
+		out[i] = engine.Redact(a)
 	}
 	return out
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/dbparity/dbparity/internal/collect"
 	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/driver"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -35,8 +35,8 @@ const roundTrips = 20
 // of roundTrips: the network's round trip and the server's least answer,
 // what every round trip of a transaction costs at least. 0 when not
 // measured (SQLite: no network; or a query failed).
-func roundTrip(ctx context.Context, c target.Conn, dialect target.Dialect) float64 {
-	if dialect == target.SQLite {
+func roundTrip(ctx context.Context, c engine.Conn, dialect engine.Dialect) float64 {
+	if dialect == engine.SQLite {
 		return 0
 	}
 	least := time.Duration(-1)
@@ -206,7 +206,7 @@ func driverLoad(r *result.Run, res *driver.Result) {
 	if done > 0 {
 		d.GapUsPerTx = float64(res.Gap.Microseconds()) / float64(done)
 	}
-	if r.Target.Dialect != target.SQLite.String() {
+	if r.Target.Dialect != engine.SQLite.String() {
 		d.JudgeDriver()
 	}
 }

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -93,22 +93,22 @@ func DefaultLabel(t Target) string {
 	if scheme, _, _ := strings.Cut(raw, ":"); raw == "" || strings.EqualFold(scheme, "sqlite") || strings.EqualFold(scheme, "file") {
 		return "sqlite" // not opened: that could create its file
 	}
-	tg, err := target.Open(raw)
+	tg, err := engine.Open(raw)
 	if err != nil {
 		return "run"
 	}
 	defer tg.Close()
-	engine := map[target.Dialect]string{target.Postgres: "postgres", target.MySQL: "mysql", target.SQLite: "sqlite"}[tg.Dialect]
-	if tg.Dialect == target.MySQL {
+	kind := map[engine.Dialect]string{engine.Postgres: "postgres", engine.MySQL: "mysql", engine.SQLite: "sqlite"}[tg.Dialect]
+	if tg.Dialect == engine.MySQL {
 		if f := tg.Settings["flavor"]; f != "" {
-			engine = f
+			kind = f
 		}
 	}
 	host := tg.Host()
 	if host == "" || strings.HasPrefix(host, "/") {
 		host = "local"
 	}
-	return engine + "@" + host
+	return kind + "@" + host
 }
 
 // labelNote says that a run's label is the default one.
@@ -203,7 +203,7 @@ type Common struct {
 
 // opened is a target ready to connect to, and how to let it go.
 type opened struct {
-	*target.Target
+	*engine.Target
 	managed *managed.Instance
 	// roundTripMs is the least time an empty query took on one
 	// connection (serverVersion measures it); 0 when not measured.
@@ -231,7 +231,7 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	case t.Managed != "mariadb" && (len(t.MySet) > 0 || t.MyConf != "" || t.MyData != "" || t.MyBin != "" || t.MyPreset != ""):
 		return nil, usage("--my-set, --my-conf, --my-preset, --my-data and --my-bin apply to --managed mariadb only")
 	case t.Managed == "":
-		tg, err := target.Open(t.URL)
+		tg, err := engine.Open(t.URL)
 		if err != nil {
 			return nil, UsageError{err}
 		}
@@ -286,7 +286,7 @@ func openManaged(inst *managed.Instance, t Target) (*opened, error) {
 			return nil, err
 		}
 	}
-	tg, err := target.Open(inst.URL())
+	tg, err := engine.Open(inst.URL())
 	if err != nil {
 		inst.Stop()
 		return nil, err
@@ -350,7 +350,7 @@ func (o *opened) localDataDir() string {
 	switch {
 	case o.managed != nil:
 		return o.managed.DataDir
-	case o.Dialect == target.SQLite:
+	case o.Dialect == engine.SQLite:
 		return filepath.Dir(o.Path)
 	}
 	return ""
@@ -365,7 +365,7 @@ func prepare(ctx context.Context, o *opened, w workload.Workload, orLoad bool) (
 	}
 	notLoadedErr := fmt.Errorf("%s is not loaded in %s: run `dbparity load --workload %s` first%s",
 		w.Meta().Name, o.URL, w.Meta().Name, hint)
-	if o.Dialect == target.SQLite {
+	if o.Dialect == engine.SQLite {
 		// Connecting would create an empty database file: do not leave one
 		// behind for a command that only reads.
 		if _, err := os.Stat(o.Path); errors.Is(err, os.ErrNotExist) {

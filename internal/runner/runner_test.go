@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 	"github.com/dbparity/dbparity/internal/workload"
 	_ "github.com/dbparity/dbparity/internal/workload/orderentry"
 )
@@ -42,16 +42,16 @@ func countRows(t *testing.T, tg Target, query string) int64 {
 // managed target, a fresh start of its server).
 func queryRow(t *testing.T, tg Target, query string, dest ...any) {
 	t.Helper()
-	withConn(t, tg, func(c target.Conn) error { return c.QueryRow(context.Background(), query).Scan(dest...) }, query)
+	withConn(t, tg, func(c engine.Conn) error { return c.QueryRow(context.Background(), query).Scan(dest...) }, query)
 }
 
 // execSQL runs one statement through a fresh connection.
 func execSQL(t *testing.T, tg Target, query string) {
 	t.Helper()
-	withConn(t, tg, func(c target.Conn) error { _, err := c.Exec(context.Background(), query); return err }, query)
+	withConn(t, tg, func(c engine.Conn) error { _, err := c.Exec(context.Background(), query); return err }, query)
 }
 
-func withConn(t *testing.T, tg Target, f func(target.Conn) error, query string) {
+func withConn(t *testing.T, tg Target, f func(engine.Conn) error, query string) {
 	t.Helper()
 	o, err := openTarget(context.Background(), tg)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/snapshot"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // SnapshotOptions are the options of `dbparity snapshot`.
@@ -30,7 +30,7 @@ func Snapshot(ctx context.Context, o SnapshotOptions) error {
 		return err
 	}
 	defer t.close()
-	if t.Dialect == target.SQLite {
+	if t.Dialect == engine.SQLite {
 		return usage("snapshot reads PostgreSQL, MySQL or MariaDB (a replay's target); %s is %s", t.URL, t.Dialect)
 	}
 	// A connection of dbparity's own: a capture of the server's log

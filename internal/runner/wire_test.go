@@ -23,8 +23,8 @@ import (
 
 	"github.com/dbparity/dbparity/internal/capture"
 	"github.com/dbparity/dbparity/internal/capture/wire"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target/managed"
 )
 
 // pgbench captured from the wire, in its three protocols: through the

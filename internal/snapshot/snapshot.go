@@ -4,7 +4,7 @@
 // sequence (MySQL: AUTO_INCREMENT counter); the snapshot file; and the
 // comparison of a database (or another snapshot) with one. It is how a
 // replay proves it did what the application did: the same rows in every
-// table at the end. It reads through target.Conn and writes nothing to
+// table at the end. It reads through engine.Conn and writes nothing to
 // the database.
 package snapshot
 
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/atomicfile"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // Format names the file's schema.
@@ -67,16 +67,16 @@ type Sequence struct {
 // its AUTO_INCREMENT counters as sequences). Each table is read in one
 // statement (one scan), under a repeatable-read snapshot so that the
 // tables agree with each other.
-func Take(ctx context.Context, c target.Conn, d target.Dialect, url string) (*Snapshot, error) {
+func Take(ctx context.Context, c engine.Conn, d engine.Dialect, url string) (*Snapshot, error) {
 	s := &Snapshot{Format: Format, Taken: time.Now().UTC(), Target: url}
-	if d != target.Postgres && d != target.MySQL {
+	if d != engine.Postgres && d != engine.MySQL {
 		return nil, fmt.Errorf("snapshot reads PostgreSQL, MySQL or MariaDB, not %s", d)
 	}
 	if err := d.BeginSnapshot(ctx, c); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	defer c.Rollback(ctx)
-	e := engines[d]
+	e := readers[d]
 	if err := c.QueryRow(ctx, e.database).Scan(&s.Database); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -96,8 +96,8 @@ func Take(ctx context.Context, c target.Conn, d target.Dialect, url string) (*Sn
 	return s, nil
 }
 
-// engine is how one server is read.
-type engine struct {
+// reader is how one server is read.
+type reader struct {
 	database, tables, sequences string
 	// sum is the checksum expression of a text; row the text of a whole
 	// row (aliased r) from its quoted columns; text a column's value as
@@ -107,8 +107,8 @@ type engine struct {
 	text func(col string) string
 }
 
-var engines = map[target.Dialect]engine{
-	target.Postgres: {
+var readers = map[engine.Dialect]reader{
+	engine.Postgres: {
 		database: "SELECT current_database()", tables: tablesSQL, sequences: sequencesSQL,
 		// The sum of the first 64 bits of the md5, as numeric so that it
 		// cannot overflow.
@@ -118,7 +118,7 @@ var engines = map[target.Dialect]engine{
 		row:  func([]string) string { return "r::text" },
 		text: func(col string) string { return "r." + col + "::text" },
 	},
-	target.MySQL: {
+	engine.MySQL: {
 		database: "SELECT database()", tables: myTablesSQL, sequences: mySequencesSQL,
 		// The same 64 bits, unsigned: a decimal sum cannot overflow.
 		sum: func(expr string) string {
@@ -164,7 +164,7 @@ WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp\_%'
 ORDER BY 1, 2, a.attnum`
 
-func listTables(ctx context.Context, c target.Conn, q string) ([]*table, error) {
+func listTables(ctx context.Context, c engine.Conn, q string) ([]*table, error) {
 	rows, err := c.Query(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: list tables: %w", err)
@@ -190,7 +190,7 @@ func listTables(ctx context.Context, c target.Conn, q string) ([]*table, error) 
 	return out, rows.Err()
 }
 
-func (t *table) read(ctx context.Context, c target.Conn, e engine) error {
+func (t *table) read(ctx context.Context, c engine.Conn, e reader) error {
 	exprs := []string{"count(*)", e.sum(e.row(t.cols))}
 	for _, col := range t.cols {
 		// A NULL must differ from every value: values get a prefix.
@@ -210,7 +210,7 @@ func (t *table) read(ctx context.Context, c target.Conn, e engine) error {
 const sequencesSQL = `SELECT schemaname || '.' || sequencename, coalesce(last_value, start_value), last_value IS NOT NULL
 		FROM pg_sequences WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`
 
-func sequences(ctx context.Context, c target.Conn, q string) ([]Sequence, error) {
+func sequences(ctx context.Context, c engine.Conn, q string) ([]Sequence, error) {
 	rows, err := c.Query(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: sequences: %w", err)

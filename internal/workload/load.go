@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // Progress counts the rows a load has written, for a progress bar, and
@@ -41,7 +41,7 @@ func (p *Progress) Notes() []string {
 type Unit struct {
 	Name string
 	Rows int64 // expected rows, for progress
-	Load func(ctx context.Context, c target.Conn) (rows int64, err error)
+	Load func(ctx context.Context, c engine.Conn) (rows int64, err error)
 }
 
 // RunUnits loads units on up to workers connections, each unit in its own
@@ -99,7 +99,7 @@ func loadWorker(ctx context.Context, env *LoadEnv, units <-chan Unit) error {
 	}
 	defer c.Close()
 	for u := range units {
-		if err := c.Begin(ctx, target.ReadWrite); err != nil {
+		if err := c.Begin(ctx, engine.ReadWrite); err != nil {
 			return fmt.Errorf("load %s: %w", u.Name, err)
 		}
 		n, err := u.Load(ctx, c)
@@ -133,7 +133,7 @@ type LoadedMeta struct {
 
 // WriteMeta records a finished load; call it last, so that a load that
 // failed halfway leaves no record and run refuses to use its tables.
-func WriteMeta(ctx context.Context, c target.Conn, m Meta, params map[string]any) error {
+func WriteMeta(ctx context.Context, c engine.Conn, m Meta, params map[string]any) error {
 	if _, err := c.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+MetaTable+
 		" (workload varchar(64) PRIMARY KEY, version varchar(32), params text, loaded_at varchar(40))"); err != nil {
 		return fmt.Errorf("create %s: %w", MetaTable, err)
@@ -154,7 +154,7 @@ func WriteMeta(ctx context.Context, c target.Conn, m Meta, params map[string]any
 }
 
 // ForgetMeta removes a workload's record before its tables are dropped.
-func ForgetMeta(ctx context.Context, c target.Conn, d target.Dialect, name string) error {
+func ForgetMeta(ctx context.Context, c engine.Conn, d engine.Dialect, name string) error {
 	ok, err := d.TableExists(ctx, c, MetaTable)
 	if err != nil || !ok {
 		return err
@@ -165,7 +165,7 @@ func ForgetMeta(ctx context.Context, c target.Conn, d target.Dialect, name strin
 
 // ReadMeta returns the record of a finished load, or an error wrapping
 // ErrNotLoaded.
-func ReadMeta(ctx context.Context, c target.Conn, d target.Dialect, name string) (*LoadedMeta, error) {
+func ReadMeta(ctx context.Context, c engine.Conn, d engine.Dialect, name string) (*LoadedMeta, error) {
 	ok, err := d.TableExists(ctx, c, MetaTable)
 	if err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func ReadMeta(ctx context.Context, c target.Conn, d target.Dialect, name string)
 	var params, at string
 	err = c.QueryRow(ctx, "SELECT workload, version, params, loaded_at FROM "+MetaTable+" WHERE workload = $1", name).
 		Scan(&m.Workload, &m.Version, &params, &at)
-	if err == target.ErrNoRows {
+	if err == engine.ErrNoRows {
 		return nil, fmt.Errorf("%s: %w", name, ErrNotLoaded)
 	}
 	if err != nil {
@@ -193,7 +193,7 @@ func ReadMeta(ctx context.Context, c target.Conn, d target.Dialect, name string)
 // Recreate starts a load: it forgets the workload's earlier load first (so
 // a load that fails halfway is never measured), drops its tables and runs
 // the DDL. It returns the connection, for WriteMeta when the load is done.
-func Recreate(ctx context.Context, env *LoadEnv, workload string, tables, ddl []string) (target.Conn, error) {
+func Recreate(ctx context.Context, env *LoadEnv, workload string, tables, ddl []string) (engine.Conn, error) {
 	c, err := env.Target.Connect(ctx)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,7 @@
 // loader, its transactions, its consistency checks) and a registry by name.
 // Workloads live in subpackages and register themselves at init; the command
 // line only looks them up. Workloads reach the database only through
-// target.Conn, so they run unchanged on every dialect.
+// engine.Conn, so they run unchanged on every dialect.
 package workload
 
 import (
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // Meta describes a workload.
@@ -60,12 +60,12 @@ type Workload interface {
 	Load(ctx context.Context, env *LoadEnv) error
 	// Prepare reads the loaded state before a run or a check. It returns an
 	// error wrapping ErrNotLoaded when the schema is missing.
-	Prepare(ctx context.Context, c target.Conn, d target.Dialect) error
+	Prepare(ctx context.Context, c engine.Conn, d engine.Dialect) error
 	// NewWorker returns the generator of one session. Its randomness is
 	// derived from seed and id only, so a run can be repeated exactly.
-	NewWorker(id int, seed uint64, d target.Dialect) Worker
+	NewWorker(id int, seed uint64, d engine.Dialect) Worker
 	// Check verifies the workload's consistency conditions.
-	Check(ctx context.Context, c target.Conn, d target.Dialect) ([]CheckResult, error)
+	Check(ctx context.Context, c engine.Conn, d engine.Dialect) ([]CheckResult, error)
 }
 
 // Worker produces and executes the transactions of one session.
@@ -75,7 +75,7 @@ type Worker interface {
 	// Run executes the transaction drawn by Next. After an error that the
 	// driver retries, Run is called again with the same inputs. Run leaves
 	// no transaction open when it returns.
-	Run(ctx context.Context, c target.Conn) (Outcome, error)
+	Run(ctx context.Context, c engine.Conn) (Outcome, error)
 }
 
 // Thinker is a Worker that pauses between transactions, as a user
@@ -144,7 +144,7 @@ var ErrNotLoaded = errors.New("schema not loaded")
 
 // LoadEnv is what a loader gets.
 type LoadEnv struct {
-	Target   *target.Target
+	Target   *engine.Target
 	Workers  int // connections to load with
 	Seed     uint64
 	Progress *Progress

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 type eventKey struct{ class, event string }
@@ -16,7 +16,7 @@ type eventKey struct{ class, event string }
 // Sampler counts session states, like ASH, through its own connection.
 // It counts only while Counting is on (the measured window).
 type Sampler struct {
-	c        target.Conn
+	c        engine.Conn
 	interval time.Duration
 	q        SampleQuery
 
@@ -41,7 +41,7 @@ type SampleQuery struct {
 }
 
 // NewSampler samples every interval through c, which it uses alone.
-func NewSampler(c target.Conn, interval time.Duration, q SampleQuery) *Sampler {
+func NewSampler(c engine.Conn, interval time.Duration, q SampleQuery) *Sampler {
 	return &Sampler{c: c, interval: interval, q: q, events: map[eventKey]int64{}}
 }
 

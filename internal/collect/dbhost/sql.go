@@ -13,7 +13,7 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/hostfs"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/collect/pgstat"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // sqlSource reads the database host's /proc and /sys through the
@@ -35,7 +35,7 @@ var counterFiles = []string{
 // NewSQL reads the database host through c, a PostgreSQL connection whose
 // role may call pg_read_file on absolute paths (pgstat.HostAccess). The
 // connection is the caller's to close.
-func NewSQL(_ context.Context, c target.Conn) (Source, error) {
+func NewSQL(_ context.Context, c engine.Conn) (Source, error) {
 	m, err := hostfs.New()
 	if err != nil {
 		return nil, err

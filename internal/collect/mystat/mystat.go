@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/counters"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // Tag marks the collectors' statements, so that the sampler leaves them
@@ -50,7 +50,7 @@ const (
 
 // Reader reads snapshots through one connection.
 type Reader struct {
-	c     target.Conn
+	c     engine.Conn
 	query string
 	reads int64
 	// PerfSchema tells whether performance_schema is on: without it there
@@ -59,7 +59,7 @@ type Reader struct {
 }
 
 // NewReader inspects the server and prepares the status query.
-func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
+func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 	r := &Reader{c: c, query: Tag + "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(statusNames, "', '") + "')"}
 	var on int64
 	if err := c.QueryRow(ctx, Tag+"SELECT @@performance_schema").Scan(&on); err != nil {
@@ -181,7 +181,7 @@ const sampleQuery = Tag + `SELECT 'state', coalesce(nullif(STATE, ''), COMMAND),
 
 // NewSampler samples the process list every interval through c, which it
 // uses alone.
-func NewSampler(c target.Conn, interval time.Duration) *counters.Sampler {
+func NewSampler(c engine.Conn, interval time.Duration) *counters.Sampler {
 	return counters.NewSampler(c, interval, counters.SampleQuery{SQL: sampleQuery, Source: "information_schema.PROCESSLIST"})
 }
 
@@ -191,7 +191,7 @@ var secretSetting = regexp.MustCompile(`password|secret|key_id|_key$|^ssl_`)
 // Describe returns the server's disclosure: version, the global variables
 // not at their compiled defaults ("value [origin]"), page size, buffer
 // pool and the database's size.
-func Describe(ctx context.Context, c target.Conn) (*result.Database, error) {
+func Describe(ctx context.Context, c engine.Conn) (*result.Database, error) {
 	d := &result.Database{Product: "mysql", Settings: map[string]string{}}
 	var pool int64
 	if err := c.QueryRow(ctx, Tag+"SELECT version(), @@innodb_page_size, @@innodb_buffer_pool_size").Scan(&d.Version, &d.BlockSize, &pool); err != nil {
@@ -228,7 +228,7 @@ func Describe(ctx context.Context, c target.Conn) (*result.Database, error) {
 	return d, nil
 }
 
-func settings(ctx context.Context, c target.Conn, q string, into map[string]string) error {
+func settings(ctx context.Context, c engine.Conn, q string, into map[string]string) error {
 	rows, err := c.Query(ctx, q)
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func settings(ctx context.Context, c target.Conn, q string, into map[string]stri
 // performance_schema off, a purge lag (undo history InnoDB has not yet
 // purged, which it will do during the run), and other sessions running
 // statements.
-func Preflight(ctx context.Context, c target.Conn, perfSchema bool) ([]string, error) {
+func Preflight(ctx context.Context, c engine.Conn, perfSchema bool) ([]string, error) {
 	var out []string
 	if !perfSchema {
 		out = append(out, "performance_schema is OFF: no DB time, statement counts or timed waits from the server"+

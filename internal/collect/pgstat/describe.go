@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // secretSetting matches settings whose values can hold credentials
@@ -17,7 +17,7 @@ var secretSetting = regexp.MustCompile(`conninfo|passphrase|password|secret|_com
 
 // Describe returns the database's disclosure: version, the settings that
 // differ from their defaults, buffer cache and data sizes.
-func Describe(ctx context.Context, c target.Conn, missing []string) (*result.Database, error) {
+func Describe(ctx context.Context, c engine.Conn, missing []string) (*result.Database, error) {
 	d := &result.Database{Product: "postgres", Settings: map[string]string{}, Unavailable: missing}
 	err := c.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int, version(),
 		current_setting('block_size')::bigint,
@@ -94,7 +94,7 @@ func Describe(ctx context.Context, c target.Conn, missing []string) (*result.Dat
 // Preflight returns one line for each thing on the server that would
 // disturb a measurement now: maintenance or a checkpoint running, other
 // sessions at work in the database.
-func Preflight(ctx context.Context, c target.Conn) ([]string, error) {
+func Preflight(ctx context.Context, c engine.Conn) ([]string, error) {
 	var autovac, checkpoint, others int
 	err := c.QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE backend_type = 'autovacuum worker'),

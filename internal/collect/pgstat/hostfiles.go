@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // HostAccess tells whether the connection's role may read the server
@@ -18,7 +18,7 @@ import (
 // PUBLIC: membership alone is "permission denied for function
 // pg_read_file"). When it may not, warning is one line naming the GRANTs
 // it lacks.
-func HostAccess(ctx context.Context, c target.Conn) (ok bool, warning string, err error) {
+func HostAccess(ctx context.Context, c engine.Conn) (ok bool, warning string, err error) {
 	var role string
 	var super, member, readFile, lsDir bool
 	err = c.QueryRow(ctx, `SELECT current_user::text,
@@ -72,12 +72,12 @@ func quoteRole(role string) string {
 // HostFiles reads files of the server's host through pg_read_file, each
 // reading one statement (one transaction in the server's counters).
 type HostFiles struct {
-	c     target.Conn
+	c     engine.Conn
 	reads int64
 }
 
 // NewHostFiles reads through c, whose role HostAccess has allowed.
-func NewHostFiles(c target.Conn) *HostFiles { return &HostFiles{c: c} }
+func NewHostFiles(c engine.Conn) *HostFiles { return &HostFiles{c: c} }
 
 // Reads is the number of statements sent.
 func (h *HostFiles) Reads() int64 { return h.reads }

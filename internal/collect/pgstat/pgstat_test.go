@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 // cluster starts a throw-away PostgreSQL for the test, or skips (fails
@@ -36,9 +36,9 @@ func cluster(t testing.TB, settings ...string) *managed.Instance {
 	return inst
 }
 
-func connect(t *testing.T, inst *managed.Instance) target.Conn {
+func connect(t *testing.T, inst *managed.Instance) engine.Conn {
 	t.Helper()
-	tg, err := target.Open(inst.URL())
+	tg, err := engine.Open(inst.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func connect(t *testing.T, inst *managed.Instance) target.Conn {
 	return c
 }
 
-func exec(t *testing.T, c target.Conn, sql string) {
+func exec(t *testing.T, c engine.Conn, sql string) {
 	t.Helper()
 	if _, err := c.Exec(context.Background(), sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -304,7 +304,7 @@ func TestPgStatStatements(t *testing.T) {
 // second and ten samples.
 func BenchmarkCollectors(b *testing.B) {
 	inst := cluster(b)
-	tg, _ := target.Open(inst.URL())
+	tg, _ := engine.Open(inst.URL())
 	ctx := context.Background()
 	c, err := tg.ConnectCollector(ctx, "bench")
 	if err != nil {

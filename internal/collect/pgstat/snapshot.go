@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/counters"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // Snapshot is one reading of the cumulative counters, keyed "view.column"
@@ -40,7 +40,7 @@ const sampleQuery = `SELECT coalesce(wait_event_type, ''), coalesce(wait_event, 
 
 // NewSampler samples pg_stat_activity every interval through c, which it
 // uses alone, leaving out the sessions of application exclude.
-func NewSampler(c target.Conn, interval time.Duration, exclude string) *counters.Sampler {
+func NewSampler(c engine.Conn, interval time.Duration, exclude string) *counters.Sampler {
 	return counters.NewSampler(c, interval, counters.SampleQuery{SQL: sampleQuery, Args: []any{exclude}, Source: "pg_stat_activity"})
 }
 
@@ -81,7 +81,7 @@ var sources = []source{
 // Reader reads snapshots through one connection. The columns each view
 // has on this server are found once, from the catalog.
 type Reader struct {
-	c       target.Conn
+	c       engine.Conn
 	query   string
 	keys    []string
 	Version int // server_version_num
@@ -101,7 +101,7 @@ type Reader struct {
 // caller can take them out. (One long transaction would not be counted,
 // but it holds back the vacuum horizon for the whole run, which slowed the
 // workload by 5% in bench/collectors.)
-func NewReader(ctx context.Context, c target.Conn) (*Reader, error) {
+func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 	r := &Reader{c: c}
 	if err := c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&r.Version); err != nil {
 		return nil, fmt.Errorf("read server version: %w", err)
@@ -166,7 +166,7 @@ var ioColumns = []string{"reads", "read_time", "writes", "write_time", "extends"
 func ioKey(group, col string) string { return "pg_stat_io[" + group + "]." + col }
 
 // try runs q and reports whether it failed.
-func try(ctx context.Context, c target.Conn, q string) error {
+func try(ctx context.Context, c engine.Conn, q string) error {
 	_, err := c.Exec(ctx, q)
 	return err
 }
@@ -176,7 +176,7 @@ func try(ctx context.Context, c target.Conn, q string) error {
 func (r *Reader) Reads() int64 { return r.reads }
 
 // viewColumns lists the columns a view has, in the connection's search path.
-func viewColumns(ctx context.Context, c target.Conn, view string) (map[string]bool, error) {
+func viewColumns(ctx context.Context, c engine.Conn, view string) (map[string]bool, error) {
 	rows, err := c.Query(ctx, "SELECT a.attname::text FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped", view)
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", view, err)

@@ -10,15 +10,15 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/result"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 var pragmas = []string{"page_size", "cache_size", "journal_mode", "synchronous", "mmap_size", "wal_autocheckpoint",
 	"locking_mode", "temp_store", "busy_timeout", "auto_vacuum"}
 
 // Describe returns the database's disclosure.
-func Describe(ctx context.Context, c target.Conn, path string) (*result.Database, error) {
+func Describe(ctx context.Context, c engine.Conn, path string) (*result.Database, error) {
 	d := &result.Database{Product: "sqlite", Settings: map[string]string{}}
 	if err := c.QueryRow(ctx, "SELECT sqlite_version()").Scan(&d.Version); err != nil {
 		return nil, fmt.Errorf("describe sqlite: %w", err)

@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 func TestDescribe(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.db")
-	tg, err := target.Open("sqlite://" + path)
+	tg, err := engine.Open("sqlite://" + path)
 	if err != nil {
 		t.Fatal(err)
 	}

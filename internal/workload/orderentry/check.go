@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -45,7 +45,7 @@ var conditions = []struct{ name, what, sql string }{
 
 // Check runs consistency conditions 1 to 9 in one read-only transaction,
 // so they all see the same state.
-func (o *OrderEntry) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]workload.CheckResult, error) {
+func (o *OrderEntry) Check(ctx context.Context, c engine.Conn, d engine.Dialect) ([]workload.CheckResult, error) {
 	if err := o.Prepare(ctx, c, d); err != nil {
 		return nil, err
 	}

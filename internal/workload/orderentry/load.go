@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -78,7 +78,7 @@ func (o *OrderEntry) dataUnits(seed uint64, lc constants, now time.Time) []workl
 	var units []workload.Unit
 	for k := 0; k < numItems/chunk; k++ {
 		units = append(units, workload.Unit{Name: fmt.Sprintf("item %d", k+1), Rows: chunk,
-			Load: func(ctx context.Context, c target.Conn) (int64, error) {
+			Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 				return copyRows(ctx, c, tableItem, itemRows(newRNG(seed, stream(0, 1, k)), k*chunk+1, (k+1)*chunk))
 			}})
 	}
@@ -86,18 +86,18 @@ func (o *OrderEntry) dataUnits(seed uint64, lc constants, now time.Time) []workl
 	districtRows := (per["customer"] + per["history"] + per["orders"] + per["new_order"] + per["order_line"]) / districtsPerWH
 	for w := 1; w <= o.Warehouses; w++ {
 		units = append(units, workload.Unit{Name: fmt.Sprintf("warehouse %d", w), Rows: 1 + districtsPerWH,
-			Load: func(ctx context.Context, c target.Conn) (int64, error) {
+			Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 				return warehouseUnit(ctx, c, newRNG(seed, stream(w, 2, 0)), w)
 			}})
 		for k := 0; k < stockPerWarehouse/chunk; k++ {
 			units = append(units, workload.Unit{Name: fmt.Sprintf("stock %d.%d", w, k+1), Rows: chunk,
-				Load: func(ctx context.Context, c target.Conn) (int64, error) {
+				Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 					return copyRows(ctx, c, tableStock, stockRows(newRNG(seed, stream(w, 3, k)), w, k*chunk+1, (k+1)*chunk))
 				}})
 		}
 		for dd := 1; dd <= districtsPerWH; dd++ {
 			units = append(units, workload.Unit{Name: fmt.Sprintf("district %d.%d", w, dd), Rows: districtRows,
-				Load: func(ctx context.Context, c target.Conn) (int64, error) {
+				Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 					return districtUnit(ctx, c, newRNG(seed, stream(w, 4, dd)), lc, now, w, dd)
 				}})
 		}
@@ -122,7 +122,7 @@ const (
 	tableStock
 )
 
-func copyRows(ctx context.Context, c target.Conn, t int, rows [][]any) (int64, error) {
+func copyRows(ctx context.Context, c engine.Conn, t int, rows [][]any) (int64, error) {
 	n, err := c.CopyFrom(ctx, tables[t].name, columnNames(tables[t].columns), rows)
 	if err != nil {
 		return n, fmt.Errorf("copy into %s: %w", tables[t].name, err)
@@ -150,7 +150,7 @@ func stockRows(g *rng, w, from, to int) [][]any {
 	return rows
 }
 
-func warehouseUnit(ctx context.Context, c target.Conn, g *rng, w int) (int64, error) {
+func warehouseUnit(ctx context.Context, c engine.Conn, g *rng, w int) (int64, error) {
 	n, err := copyRows(ctx, c, tableWarehouse, [][]any{{w, g.astring(6, 10), g.astring(10, 20), g.astring(10, 20),
 		g.astring(10, 20), g.state(), g.zip(), g.fraction(2000), 300000.0}})
 	if err != nil {
@@ -167,7 +167,7 @@ func warehouseUnit(ctx context.Context, c target.Conn, g *rng, w int) (int64, er
 
 // districtUnit loads one district's customers, history, orders, order lines
 // and new orders.
-func districtUnit(ctx context.Context, c target.Conn, g *rng, lc constants, now time.Time, w, d int) (int64, error) {
+func districtUnit(ctx context.Context, c engine.Conn, g *rng, lc constants, now time.Time, w, d int) (int64, error) {
 	var cust, hist [][]any
 	for id := 1; id <= customersPerDist; id++ {
 		last := id - 1
@@ -220,7 +220,7 @@ func districtUnit(ctx context.Context, c target.Conn, g *rng, lc constants, now 
 // indexUnits adds primary keys (PostgreSQL) and secondary indexes, then
 // refreshes the planner's statistics, one unit per table so they build in
 // parallel.
-func indexUnits(d target.Dialect) []workload.Unit {
+func indexUnits(d engine.Dialect) []workload.Unit {
 	var units []workload.Unit
 	for i := range tables {
 		var stmts []string
@@ -234,7 +234,7 @@ func indexUnits(d target.Dialect) []workload.Unit {
 		}
 		stmts = append(stmts, d.Analyze(tables[i].name))
 		units = append(units, workload.Unit{Name: "index " + tables[i].name,
-			Load: func(ctx context.Context, c target.Conn) (int64, error) {
+			Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 				for _, s := range stmts {
 					if _, err := c.Exec(ctx, s); err != nil {
 						return 0, fmt.Errorf("%s: %w", s, err)

@@ -5,7 +5,7 @@
 //
 // It owns its schema, its deterministic loader, its transactions and the
 // TPC-C consistency conditions it checks. It reaches the database only
-// through target.Conn.
+// through engine.Conn.
 package orderentry
 
 import (
@@ -14,7 +14,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -173,7 +173,7 @@ func (o *OrderEntry) Shares() (int, string) {
 
 // Prepare reads the warehouse count and the load's NURand constants from
 // the load record; a run always uses what is really in the database.
-func (o *OrderEntry) Prepare(ctx context.Context, c target.Conn, d target.Dialect) error {
+func (o *OrderEntry) Prepare(ctx context.Context, c engine.Conn, d engine.Dialect) error {
 	m, err := workload.ReadMeta(ctx, c, d, name)
 	if err != nil {
 		return err
@@ -198,6 +198,6 @@ func (o *OrderEntry) Prepare(ctx context.Context, c target.Conn, d target.Dialec
 	return nil
 }
 
-func (o *OrderEntry) NewWorker(id int, seed uint64, d target.Dialect) workload.Worker {
+func (o *OrderEntry) NewWorker(id int, seed uint64, d engine.Dialect) workload.Worker {
 	return newWorker(o, id, seed, d)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -163,7 +163,7 @@ type procSet struct {
 
 // procSets are the dialects that have the procedures (SQLite has no
 // stored procedures).
-var procSets = map[target.Dialect]*procSet{target.Postgres: pgProcs, target.MySQL: myProcs}
+var procSets = map[engine.Dialect]*procSet{engine.Postgres: pgProcs, engine.MySQL: myProcs}
 
 var pgProcs = &procSet{
 	create: procedures,
@@ -188,7 +188,7 @@ var pgProcs = &procSet{
 }
 
 // createProcedures creates (or replaces) the dialect's procedures.
-func createProcedures(ctx context.Context, c target.Conn, ps *procSet) error {
+func createProcedures(ctx context.Context, c engine.Conn, ps *procSet) error {
 	for _, p := range ps.create {
 		if _, err := c.Exec(ctx, p); err != nil {
 			return fmt.Errorf("create the transactions' procedures: %w", err)
@@ -198,7 +198,7 @@ func createProcedures(ctx context.Context, c target.Conn, ps *procSet) error {
 }
 
 // checkProcedures says what to do when the procedures are missing.
-func checkProcedures(ctx context.Context, c target.Conn, ps *procSet) error {
+func checkProcedures(ctx context.Context, c engine.Conn, ps *procSet) error {
 	var n int64
 	if err := c.QueryRow(ctx, ps.exists).Scan(&n); err != nil {
 		return fmt.Errorf("look for the transactions' procedures: %w", err)
@@ -211,7 +211,7 @@ func checkProcedures(ctx context.Context, c target.Conn, ps *procSet) error {
 
 // runProcedure runs the drawn transaction as one call, which begins and
 // ends its own transaction.
-func (w *worker) runProcedure(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *worker) runProcedure(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	ps := w.procs
 	var last *string
 	if w.byName != "" {
@@ -234,7 +234,7 @@ func (w *worker) runProcedure(ctx context.Context, c target.Conn) (workload.Outc
 	case txNewOrder:
 		w.callArgs = ps.lines(w, append(w.callArgs[:0], w.w, w.d, w.c, now, w.allLocal))
 		err = call(ps.newOrder, w.callArgs...)
-		if target.SQLState(err) == rollbackState {
+		if engine.SQLState(err) == rollbackState {
 			return workload.Outcome{Rollback: true}, nil
 		}
 	case txPayment:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 func TestNURandRange(t *testing.T) {
@@ -68,7 +68,7 @@ func TestLastName(t *testing.T) {
 
 func TestMixOverManyDraws(t *testing.T) {
 	o := &OrderEntry{Warehouses: 4, HomeWarehouse: "fixed"}
-	w := newWorker(o, 3, 11, target.Postgres)
+	w := newWorker(o, 3, 11, engine.Postgres)
 	var counts [numTxTypes]int
 	const n = 100000
 	for i := range n {
@@ -86,7 +86,7 @@ func TestMixOverManyDraws(t *testing.T) {
 
 func TestNewOrderInputs(t *testing.T) {
 	o := &OrderEntry{Warehouses: 5, HomeWarehouse: "fixed"}
-	w := newWorker(o, 2, 5, target.Postgres)
+	w := newWorker(o, 2, 5, engine.Postgres)
 	var orders, rollbacks, lines, remote int
 	for range 200000 {
 		if w.Next() != txNewOrder {
@@ -130,7 +130,7 @@ func TestNewOrderInputs(t *testing.T) {
 
 func TestWorkersAreReproducible(t *testing.T) {
 	o := &OrderEntry{Warehouses: 2, HomeWarehouse: "random"}
-	a, b := newWorker(o, 1, 99, target.SQLite), newWorker(o, 1, 99, target.SQLite)
+	a, b := newWorker(o, 1, 99, engine.SQLite), newWorker(o, 1, 99, engine.SQLite)
 	for i := range 1000 {
 		if ta, tb := a.Next(), b.Next(); ta != tb || a.w != b.w || a.d != b.d || a.c != b.c {
 			t.Fatalf("draw %d differs between two workers with the same seed and id", i)

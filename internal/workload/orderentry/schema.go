@@ -3,7 +3,7 @@ package orderentry
 import (
 	"strings"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // tables lists the nine tables in load order with their columns (clause
@@ -45,7 +45,7 @@ func columnNames(def string) []string {
 }
 
 // createSQL returns the CREATE TABLE statement.
-func createSQL(d target.Dialect, t int) string {
+func createSQL(d engine.Dialect, t int) string {
 	return d.CreateTable(tables[t].name, tables[t].columns, tables[t].pk)
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -30,7 +30,7 @@ type statements struct {
 	slNextOrder, slCount string
 }
 
-func newStatements(d target.Dialect) *statements {
+func newStatements(d engine.Dialect) *statements {
 	s := &statements{
 		noCustomer: "SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse" +
 			" WHERE w_id = $1 AND c_w_id = w_id AND c_d_id = $2 AND c_id = $3",
@@ -138,20 +138,20 @@ type worker struct {
 
 	// b is the batch the transactions' statements go out in; x holds the
 	// results they read, with the scan destinations bound once.
-	b target.Batch
+	b engine.Batch
 	x scratch
 	// ids are the customers of a by-name lookup; the functions that fill
 	// them are made once.
 	ids         []int64
-	collectIDFn func(target.Rows) error
-	lineFn      func(target.Rows) error
-	sumFn       [districtsPerWH]func(target.Rows) error
+	collectIDFn func(engine.Rows) error
+	lineFn      func(engine.Rows) error
+	sumFn       [districtsPerWH]func(engine.Rows) error
 	// Compact New-Order: the items' ids and the lines' values as the
 	// statements take them, the item read's callback, and which lines
 	// found their item.
 	itemIDs   []any
 	lineArgs  []any
-	itemFn    func(target.Rows) error
+	itemFn    func(engine.Rows) error
 	itemFound [maxLines]bool
 	// Procedure mode: the dialect's procedures, the arguments of a
 	// New-Order's call, its lines as PostgreSQL's arrays (number, item,
@@ -219,7 +219,7 @@ func (x *scratch) bind() {
 	x.slNext, x.slLow = [1]any{&x.next}, [1]any{&x.low}
 }
 
-func newWorker(o *OrderEntry, id int, seed uint64, d target.Dialect) *worker {
+func newWorker(o *OrderEntry, id int, seed uint64, d engine.Dialect) *worker {
 	wk := &worker{
 		o: o, g: newRNG(seed, 1<<40|uint64(id)), pause: newRNG(seed, 2<<40|uint64(id)), k: runConstants(seed, o.loaded), s: newStatements(d), procs: procSets[d],
 		fixedW: id%o.Warehouses + 1, fixedD: id/o.Warehouses%districtsPerWH + 1,
@@ -227,11 +227,11 @@ func newWorker(o *OrderEntry, id int, seed uint64, d target.Dialect) *worker {
 	wk.x.bind()
 	wk.collectIDFn = wk.collectID
 	wk.itemFn = wk.collectItem
-	wk.lineFn = func(r target.Rows) error {
+	wk.lineFn = func(r engine.Rows) error {
 		return r.Scan(&wk.x.olItem, &wk.x.olSupply, &wk.x.olQty, &wk.x.num[1])
 	}
 	for d := range wk.sumFn {
-		wk.sumFn[d] = func(r target.Rows) error {
+		wk.sumFn[d] = func(r engine.Rows) error {
 			var amount float64
 			if err := r.Scan(&amount); err != nil {
 				return err
@@ -350,7 +350,7 @@ func (w *worker) draw() {
 	}
 }
 
-func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *worker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	if w.o.Mode == ModeProcedures {
 		return w.runProcedure(ctx, c)
 	}
@@ -390,10 +390,10 @@ func round2(x float64) float64 { return math.Round(x*100) / 100 }
 func decimal(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 
 // errNoRow is a statement that found no row where one must be.
-func errNoRow(what string) error { return fmt.Errorf("%s: %w", what, target.ErrNoRows) }
+func errNoRow(what string) error { return fmt.Errorf("%s: %w", what, engine.ErrNoRows) }
 
 // send sends the worker's batch; what names the step in errors.
-func (w *worker) send(ctx context.Context, c target.Conn, what string) error {
+func (w *worker) send(ctx context.Context, c engine.Conn, what string) error {
 	if err := c.SendBatch(ctx, &w.b); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -408,10 +408,10 @@ func (w *worker) send(ctx context.Context, c target.Conn, what string) error {
 // each, unless --compact reads the items in one statement and inserts the
 // lines in one. As in the clause, where the unused item is the last one
 // processed, the other lines' stock is updated before the rollback.
-func (w *worker) newOrder(ctx context.Context, c target.Conn) (rollback bool, err error) {
+func (w *worker) newOrder(ctx context.Context, c engine.Conn) (rollback bool, err error) {
 	s, b, x := w.s, &w.b, &w.x
 	b.Reset()
-	b.Begin(target.ReadWrite)
+	b.Begin(engine.ReadWrite)
 	cust := b.QueryRow(s.noCustomer, x.noCust[:], w.w, w.d, w.c)
 	dist := b.QueryRow(s.noDistrict, x.noDist[:], w.w, w.d)
 	if err := w.send(ctx, c, "new_order customer and district"); err != nil {
@@ -493,7 +493,7 @@ func (w *worker) middle(wid, did int) (int, error) {
 
 // collectItem takes one row of the compact item read to every line that
 // ordered that item (an order may list an item twice).
-func (w *worker) collectItem(r target.Rows) error {
+func (w *worker) collectItem(r engine.Rows) error {
 	var id int64
 	var price float64
 	var name, data string
@@ -509,7 +509,7 @@ func (w *worker) collectItem(r target.Rows) error {
 }
 
 // collectID gathers the customers' ids of a by-name query.
-func (w *worker) collectID(r target.Rows) error {
+func (w *worker) collectID(r engine.Rows) error {
 	var id int64
 	if err := r.Scan(&id); err != nil {
 		return err
@@ -522,10 +522,10 @@ func (w *worker) collectID(r target.Rows) error {
 // customer is chosen by number: the warehouse, the district and the
 // customer; its data (bad credit) and the history row. By last name the
 // customer's update waits for the by-name query: three round trips.
-func (w *worker) payment(ctx context.Context, c target.Conn) error {
+func (w *worker) payment(ctx context.Context, c engine.Conn) error {
 	s, b, x := w.s, &w.b, &w.x
 	b.Reset()
-	b.Begin(target.ReadWrite)
+	b.Begin(engine.ReadWrite)
 	wh := b.QueryRow(s.payWarehouse, x.payWh[:], w.w, w.amountArg)
 	di := b.QueryRow(s.payDistrict, x.payDi[:], w.w, w.d, w.amountArg)
 	cid, cu := w.c, -1
@@ -566,10 +566,10 @@ func (w *worker) payment(ctx context.Context, c target.Conn) error {
 
 // orderStatus runs Order-Status in two round trips (three by last name):
 // the customer and its last order; the order's lines.
-func (w *worker) orderStatus(ctx context.Context, c target.Conn) error {
+func (w *worker) orderStatus(ctx context.Context, c engine.Conn) error {
 	s, b, x := w.s, &w.b, &w.x
 	b.Reset()
-	b.Begin(target.ReadOnly)
+	b.Begin(engine.ReadOnly)
 	cid := w.c
 	if w.byName != "" {
 		w.ids = w.ids[:0]
@@ -599,11 +599,11 @@ func (w *worker) orderStatus(ctx context.Context, c target.Conn) error {
 // delivery runs Delivery in three round trips (and the COMMIT): the
 // oldest new order of each district; for each found, its delete and the
 // order's and its lines' updates; each customer's update.
-func (w *worker) delivery(ctx context.Context, c target.Conn) error {
+func (w *worker) delivery(ctx context.Context, c engine.Conn) error {
 	s, b, x := w.s, &w.b, &w.x
 	now := time.Now().UTC()
 	b.Reset()
-	b.Begin(target.ReadWrite)
+	b.Begin(engine.ReadWrite)
 	for d := range districtsPerWH {
 		b.QueryRow(s.dlOldest, x.dlOid[d][:], w.w, d+1)
 	}
@@ -645,10 +645,10 @@ func (w *worker) delivery(ctx context.Context, c target.Conn) error {
 }
 
 // stockLevel runs Stock-Level in two round trips (and the COMMIT).
-func (w *worker) stockLevel(ctx context.Context, c target.Conn) error {
+func (w *worker) stockLevel(ctx context.Context, c engine.Conn) error {
 	s, b, x := w.s, &w.b, &w.x
 	b.Reset()
-	b.Begin(target.ReadOnly)
+	b.Begin(engine.ReadOnly)
 	nx := b.QueryRow(s.slNextOrder, x.slNext[:], w.w, w.d)
 	if err := w.send(ctx, c, "stock_level district"); err != nil {
 		return err

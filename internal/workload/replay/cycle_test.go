@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // lockServer is a server with one row lock. Released, it goes to the
@@ -91,7 +91,7 @@ func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
 }
 
 func (c *lockConn) Batchable(string, string, bool) (bool, bool) { return false, false }
-func (c *lockConn) Batch(context.Context, []target.BatchStatement, func(int, string, error, time.Duration)) (int, error) {
+func (c *lockConn) Batch(context.Context, []engine.BatchStatement, func(int, string, error, time.Duration)) (int, error) {
 	return 0, errors.New("no batches")
 }
 func (c *lockConn) Extended(ctx context.Context, sql string, _ []*string, _ []uint32) (string, error) {
@@ -124,10 +124,10 @@ func (c *lockConn) Close() error { return nil }
 
 // lockConnector opens connections to srv named by the session's
 // application, numbered from 101.
-func lockConnector(srv *lockServer) func(context.Context, string, string, string) (target.ReplayConn, error) {
+func lockConnector(srv *lockServer) func(context.Context, string, string, string) (engine.ReplayConn, error) {
 	var next uint32
 	var mu sync.Mutex
-	return func(_ context.Context, _, _, app string) (target.ReplayConn, error) {
+	return func(_ context.Context, _, _, app string) (engine.ReplayConn, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		next++

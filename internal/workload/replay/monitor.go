@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // liveState is what each session is doing, for the monitor: its backend,
@@ -108,7 +108,7 @@ type monitor struct {
 	p *play
 	// conn asks the server which backends block which; opened on first
 	// need, nil when it cannot be.
-	conn       target.ReplayConn
+	conn       engine.ReplayConn
 	noConn     bool
 	mu         sync.Mutex
 	waiting    int // sessions waiting for synchronisation now

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // Options say what to replay and how.
@@ -45,7 +45,7 @@ type Options struct {
 	MapUser, MapDB map[string]string
 	// Connect opens a session's connection; user or database "" keep the
 	// target's.
-	Connect func(ctx context.Context, user, database, app string) (target.ReplayConn, error)
+	Connect func(ctx context.Context, user, database, app string) (engine.ReplayConn, error)
 	// Keep, when set, says whether a captured session is replayed (the
 	// session filters); ExcludeStatement skips statements whose text it
 	// matches; ReplayAdmin sends the statements that change the server
@@ -289,7 +289,7 @@ func (p *play) session(ctx context.Context, i int) {
 		app = "dbparity-replay"
 	}
 	conn, err := p.o.Connect(ctx, user, db, app)
-	var ce *target.ConnectError
+	var ce *engine.ConnectError
 	if err != nil && errors.As(err, &ce) && ce.Refused() && (user != "" || db != "") {
 		// Credentials do not allow this user or database: the target's own.
 		if conn, err = p.o.Connect(ctx, "", "", app); err == nil {
@@ -422,7 +422,7 @@ func blockAfter(in bool, kind int) bool {
 // and sent as captured, up to the block's end. Outside a block each
 // statement is its own transaction and goes alone, as it did. Fewer than
 // two: none.
-func (p *play) batchFrom(conn target.ReplayConn, s, i int, inBlock bool) []int {
+func (p *play) batchFrom(conn engine.ReplayConn, s, i int, inBlock bool) []int {
 	sts := p.c.Sessions[s].Statements
 	if i+1 >= len(sts) || !p.at(sts[i+1].Offset).Before(time.Now()) {
 		return nil // on schedule: each statement at its time
@@ -459,12 +459,12 @@ func (p *play) batchFrom(conn target.ReplayConn, s, i int, inBlock bool) []int {
 // records each as its answer comes. It returns how many were answered
 // and recorded (at least one unless the replay stopped; the rest go
 // again), and false when the replay stopped.
-func (p *play) sendBatch(ctx context.Context, conn target.ReplayConn, s int, idx []int, waited time.Duration) (int, bool) {
+func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx []int, waited time.Duration) (int, bool) {
 	sts := p.c.Sessions[s].Statements
-	batch := make([]target.BatchStatement, len(idx))
+	batch := make([]engine.BatchStatement, len(idx))
 	for k, j := range idx {
 		st := &sts[j]
-		batch[k] = target.BatchStatement{Name: st.Prepared, SQL: p.c.Texts[st.Text], Params: st.Params, Types: p.o.Types[st.Text]}
+		batch[k] = engine.BatchStatement{Name: st.Prepared, SQL: p.c.Texts[st.Text], Params: st.Params, Types: p.o.Types[st.Text]}
 	}
 	// Each statement counts as sent once the one before it is answered:
 	// what others wait to see sent (a COMMIT, so that they queue behind
@@ -549,4 +549,4 @@ func mapped(m map[string]string, name string) string {
 
 // sqlState is the SQLSTATE of a replay error, "" for none and "other" for
 // an error that is not the server's (a lost connection).
-func sqlState(err error) string { return target.SQLState(err) }
+func sqlState(err error) string { return engine.SQLState(err) }

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbparity/dbparity/internal/capture"
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 // fakeConn records what it was sent; statements whose text is in fail
@@ -78,12 +78,12 @@ func (c *fakeConn) Batchable(name, _ string, extended bool) (bool, bool) {
 
 // Batch runs the statements one by one, logged as if sent alone, and
 // stops at the first that fails, as a pipeline up to its sync point.
-func (c *fakeConn) Batch(_ context.Context, stmts []target.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+func (c *fakeConn) Batch(_ context.Context, stmts []engine.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
 	c.logBatch(stmts)
 	return c.run(stmts, done)
 }
 
-func (c *fakeConn) logBatch(stmts []target.BatchStatement) {
+func (c *fakeConn) logBatch(stmts []engine.BatchStatement) {
 	var texts []string
 	for _, st := range stmts {
 		texts = append(texts, st.SQL+" "+*st.Params[0])
@@ -93,7 +93,7 @@ func (c *fakeConn) logBatch(stmts []target.BatchStatement) {
 	c.log.mu.Unlock()
 }
 
-func (c *fakeConn) run(stmts []target.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+func (c *fakeConn) run(stmts []engine.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
 	for k, st := range stmts {
 		kind := "extended"
 		if st.Name != "" {
@@ -140,8 +140,8 @@ func testCapture() *capture.Capture {
 		}}
 }
 
-func connector(l *log, fail map[string]string) func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
-	return func(_ context.Context, user, db, app string) (target.ReplayConn, error) {
+func connector(l *log, fail map[string]string) func(ctx context.Context, user, db, app string) (engine.ReplayConn, error) {
+	return func(_ context.Context, user, db, app string) (engine.ReplayConn, error) {
 		return &fakeConn{log: l, sess: user + "@" + db, fail: fail}, nil
 	}
 }
@@ -264,9 +264,9 @@ func TestSyncNoneKeepsSessionsApart(t *testing.T) {
 
 func TestRefusedUserFallsBack(t *testing.T) {
 	l := &log{}
-	conn := func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+	conn := func(ctx context.Context, user, db, app string) (engine.ReplayConn, error) {
 		if user == "app" {
-			return nil, &target.ConnectError{User: user, Database: db, Err: &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}}
+			return nil, &engine.ConnectError{User: user, Database: db, Err: &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}}
 		}
 		return &fakeConn{log: l, sess: user + "@" + db}, nil
 	}
@@ -476,7 +476,7 @@ func TestBatchBehindSchedule(t *testing.T) {
 	// The second INSERT of the first block fails (as it did not in the
 	// capture: a new error).
 	fail := map[string]string{}
-	conn := func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+	conn := func(ctx context.Context, user, db, app string) (engine.ReplayConn, error) {
 		fc := &fakeConn{log: l, sess: "a", fail: fail}
 		return &failOnce{fakeConn: fc, text: texts[1], param: "1"}, nil
 	}
@@ -525,7 +525,7 @@ type failOnce struct {
 	done        bool
 }
 
-func (f *failOnce) Batch(ctx context.Context, stmts []target.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
+func (f *failOnce) Batch(ctx context.Context, stmts []engine.BatchStatement, done func(int, string, error, time.Duration)) (int, error) {
 	f.logBatch(stmts)
 	for k, st := range stmts {
 		if !f.done && st.SQL == f.text && len(st.Params) > 0 && *st.Params[0] == f.param {
@@ -560,7 +560,7 @@ func TestWritersInArrivalOrder(t *testing.T) {
 	l := &log{}
 	n := 0
 	var mu sync.Mutex
-	connect := func(ctx context.Context, user, db, app string) (target.ReplayConn, error) {
+	connect := func(ctx context.Context, user, db, app string) (engine.ReplayConn, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if app == "dbparity-replay-monitor" {

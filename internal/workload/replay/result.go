@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
-	"github.com/dbparity/dbparity/internal/target"
 )
 
 // Result is what a replay did, beside its capture.
@@ -267,7 +267,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		}
 	}
 	kind := r.kinds[st.Text]
-	committed, repRB := r.repTx[s].step(kind, target.AbortsTransaction(err), tag)
+	committed, repRB := r.repTx[s].step(kind, engine.AbortsTransaction(err), tag)
 	if committed {
 		sc.txReplay++
 	}

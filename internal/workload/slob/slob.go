@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/workload"
 )
 
@@ -144,7 +144,7 @@ func (s *Slob) TxTypes() []string { return []string{"read", "update"} }
 func (s *Slob) Tables() []workload.Table {
 	var ts []workload.Table
 	for i := 1; i <= s.Schemas; i++ {
-		ts = append(ts, workload.Table{Name: table(i), ExpectedRows: int64(s.Scale), Where: target.Workload})
+		ts = append(ts, workload.Table{Name: table(i), ExpectedRows: int64(s.Scale), Where: engine.Workload})
 	}
 	return ts
 }
@@ -154,7 +154,7 @@ func table(schema int) string { return fmt.Sprintf("slob_%d", schema) }
 func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	d := env.Target.Dialect
 	var names, ddl []string
-	var layouts []target.BlockTable
+	var layouts []engine.BlockTable
 	for i := 1; i <= s.Schemas; i++ {
 		l := d.BlockTable(table(i))
 		layouts = append(layouts, l)
@@ -172,7 +172,7 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 		for from := 1; from <= s.Scale; from += chunk {
 			to := min(from+chunk-1, s.Scale)
 			units = append(units, workload.Unit{Name: fmt.Sprintf("%s rows %d-%d", l.Name, from, to), Rows: int64(to - from + 1),
-				Load: func(ctx context.Context, c target.Conn) (int64, error) {
+				Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 					g := rand.New(rand.NewPCG(env.Seed, uint64(sc)<<32|uint64(from)))
 					p := newPermutation(uint64(s.Scale), env.Seed^uint64(sc))
 					rows := make([][]any, 0, to-from+1)
@@ -194,7 +194,7 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	var idx []workload.Unit
 	for _, l := range layouts {
 		if len(l.Keys) > 0 {
-			idx = append(idx, workload.Unit{Name: "index " + l.Name, Load: func(ctx context.Context, c target.Conn) (int64, error) {
+			idx = append(idx, workload.Unit{Name: "index " + l.Name, Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 				return 0, l.BuildKeys(ctx, c)
 			}})
 		}
@@ -211,7 +211,7 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 	idx = idx[:0]
 	for _, l := range layouts {
 		if len(l.Index) > 0 {
-			idx = append(idx, workload.Unit{Name: "index " + l.Name + " on id", Load: func(ctx context.Context, c target.Conn) (int64, error) {
+			idx = append(idx, workload.Unit{Name: "index " + l.Name + " on id", Load: func(ctx context.Context, c engine.Conn) (int64, error) {
 				return 0, l.BuildIndex(ctx, c)
 			}})
 		}
@@ -240,7 +240,7 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 		}
 		per, err := l.RowsPerBlock(ctx, c, d)
 		switch {
-		case errors.Is(err, target.ErrNoBlockCount):
+		case errors.Is(err, engine.ErrNoBlockCount):
 			env.Note(fmt.Sprintf("%s: %d rows%s (blocks per row not countable here)", l.Name, s.Scale, total))
 		case err != nil:
 			return fmt.Errorf("%s: count its rows per block: %w", l.Name, err)
@@ -258,8 +258,8 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 // settle runs each table's Settle statement (VACUUM FREEZE on
 // PostgreSQL) on up to env.Workers connections: VACUUM runs outside a
 // transaction, so not as load units.
-func settle(ctx context.Context, env *workload.LoadEnv, layouts []target.BlockTable) error {
-	next := make(chan target.BlockTable, len(layouts))
+func settle(ctx context.Context, env *workload.LoadEnv, layouts []engine.BlockTable) error {
+	next := make(chan engine.BlockTable, len(layouts))
 	for _, l := range layouts {
 		if l.Settle != "" {
 			next <- l
@@ -302,7 +302,7 @@ func pad(g *rand.Rand, n int) string {
 	return b.String()
 }
 
-func (s *Slob) Prepare(ctx context.Context, c target.Conn, d target.Dialect) error {
+func (s *Slob) Prepare(ctx context.Context, c engine.Conn, d engine.Dialect) error {
 	m, err := workload.ReadMeta(ctx, c, d, name)
 	if err != nil {
 		return err
@@ -324,14 +324,14 @@ func (s *Slob) Prepare(ctx context.Context, c target.Conn, d target.Dialect) err
 
 // Check verifies that every schema holds its rows, one per block where
 // the dialect can count blocks.
-func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]workload.CheckResult, error) {
+func (s *Slob) Check(ctx context.Context, c engine.Conn, d engine.Dialect) ([]workload.CheckResult, error) {
 	if err := s.Prepare(ctx, c, d); err != nil {
 		return nil, err
 	}
 	var out []workload.CheckResult
 	for i := 1; i <= s.Schemas; i++ {
 		var n int64
-		if err := c.QueryRow(ctx, "SELECT count(*) FROM "+table(i)+" WHERE "+target.Workload).Scan(&n); err != nil {
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM "+table(i)+" WHERE "+engine.Workload).Scan(&n); err != nil {
 			return nil, err
 		}
 		r := workload.CheckResult{Name: fmt.Sprintf("%s holds %d rows", table(i), s.Scale), OK: n == int64(s.Scale)}
@@ -340,7 +340,7 @@ func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]wo
 		}
 		out = append(out, r)
 		per, err := d.BlockTable(table(i)).RowsPerBlock(ctx, c, d)
-		if errors.Is(err, target.ErrNoBlockCount) {
+		if errors.Is(err, engine.ErrNoBlockCount) {
 			continue
 		}
 		if err != nil {
@@ -355,7 +355,7 @@ func (s *Slob) Check(ctx context.Context, c target.Conn, d target.Dialect) ([]wo
 	return out, nil
 }
 
-func (s *Slob) NewWorker(id int, seed uint64, d target.Dialect) workload.Worker {
+func (s *Slob) NewWorker(id int, seed uint64, d engine.Dialect) workload.Worker {
 	g := rand.New(rand.NewPCG(seed, 1<<40|uint64(id)))
 	w := &worker{s: s, g: g, own: s.statements(id%s.Schemas + 1), hot: s.statements(1), session: d.BlockTable(table(1)).Session}
 	if s.RedoStress == "heavy" {
@@ -390,7 +390,7 @@ type worker struct {
 	// session are the layout's statements for each new connection, run
 	// before its first operation; set is the connection they last ran on.
 	session []string
-	set     target.Conn
+	set     engine.Conn
 }
 
 // Next spreads UPDATE_PCT evenly over every 100 operations (as SLOB
@@ -416,7 +416,7 @@ func (w *worker) Think() time.Duration {
 	return w.s.ThinkMin + time.Duration(w.g.Int64N(int64(w.s.ThinkMax-w.s.ThinkMin)+1))
 }
 
-func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, error) {
+func (w *worker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
 	if w.set != c {
 		for _, q := range w.session {
 			if _, err := c.Exec(ctx, q); err != nil {
@@ -437,7 +437,7 @@ func (w *worker) Run(ctx context.Context, c target.Conn) (workload.Outcome, erro
 		}
 		return workload.Outcome{}, nil
 	}
-	if err := c.Begin(ctx, target.ReadWrite); err != nil {
+	if err := c.Begin(ctx, engine.ReadWrite); err != nil {
 		return workload.Outcome{}, err
 	}
 	var err error

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target"
+	"github.com/dbparity/dbparity/internal/engine"
 )
 
 func TestUpdatePctIsSpreadEvenly(t *testing.T) {
 	for _, pct := range []int{0, 1, 25, 50, 99, 100} {
 		s := &Slob{Schemas: 2, Scale: 1000, WorkUnit: 10, UpdatePct: pct}
-		w := s.NewWorker(0, 1, target.Postgres).(*worker)
+		w := s.NewWorker(0, 1, engine.Postgres).(*worker)
 		for deck := 0; deck < 20; deck++ {
 			updates := 0
 			for range 100 {
@@ -32,7 +32,7 @@ func TestUpdatePctIsSpreadEvenly(t *testing.T) {
 // Keys are uniform over the table: every tenth of it gets about a tenth.
 func TestKeysAreUniform(t *testing.T) {
 	s := &Slob{Schemas: 1, Scale: 100000, WorkUnit: 1, UpdatePct: 0}
-	w := s.NewWorker(3, 7, target.Postgres).(*worker)
+	w := s.NewWorker(3, 7, engine.Postgres).(*worker)
 	var tenths [10]int
 	const n = 200000
 	for range n {
@@ -49,7 +49,7 @@ func TestKeysAreUniform(t *testing.T) {
 func TestSessionsSpreadOverSchemas(t *testing.T) {
 	s := &Slob{Schemas: 3, Scale: 100, WorkUnit: 1}
 	for id, want := range []string{"slob_1", "slob_2", "slob_3", "slob_1"} {
-		if w := s.NewWorker(id, 1, target.Postgres).(*worker); w.own.read[len("SELECT sum(n) FROM "):len("SELECT sum(n) FROM ")+6] != want {
+		if w := s.NewWorker(id, 1, engine.Postgres).(*worker); w.own.read[len("SELECT sum(n) FROM "):len("SELECT sum(n) FROM ")+6] != want {
 			t.Errorf("session %d reads %q", id, w.own.read)
 		}
 	}
@@ -120,7 +120,7 @@ func TestPermutationScattersKeys(t *testing.T) {
 func TestHotSchema(t *testing.T) {
 	s := valid()
 	s.Schemas, s.Scale, s.WorkUnit, s.HotSchema = 4, 1000, 1, 4
-	w := s.NewWorker(2, 1, target.Postgres).(*worker) // slob_3
+	w := s.NewWorker(2, 1, engine.Postgres).(*worker) // slob_3
 	hot := 0
 	for range 1000 {
 		w.Next()
@@ -142,7 +142,7 @@ func TestThinkTime(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	w := s.NewWorker(0, 1, target.Postgres).(*worker)
+	w := s.NewWorker(0, 1, engine.Postgres).(*worker)
 	var thinks int
 	var total time.Duration
 	for range 3000 {
@@ -168,11 +168,11 @@ func TestThinkTime(t *testing.T) {
 func TestHeavyRedoRowsDiffer(t *testing.T) {
 	s := valid()
 	s.RedoStress = "heavy"
-	w := s.NewWorker(0, 1, target.Postgres).(*worker)
-	if n := target.Postgres.BlockTable(table(1)).Pad; len(w.pads) != 2*n || w.padLen != n {
+	w := s.NewWorker(0, 1, engine.Postgres).(*worker)
+	if n := engine.Postgres.BlockTable(table(1)).Pad; len(w.pads) != 2*n || w.padLen != n {
 		t.Fatalf("pads %d bytes, rows %d", len(w.pads), w.padLen)
 	}
-	if light := valid(); light.NewWorker(0, 1, target.Postgres).(*worker).pads != "" {
+	if light := valid(); light.NewWorker(0, 1, engine.Postgres).(*worker).pads != "" {
 		t.Error("lite redo rewrites rows")
 	}
 }

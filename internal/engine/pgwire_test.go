@@ -1,4 +1,4 @@
-package target
+package engine
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 // postgres starts a managed PostgreSQL cluster for the test, or skips

@@ -1,4 +1,4 @@
-package target
+package engine
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbparity/dbparity/internal/target/managed"
+	"github.com/dbparity/dbparity/internal/engine/managed"
 )
 
 // mariaDB starts a managed MariaDB for the test, or skips (fails under

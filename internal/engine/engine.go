@@ -1,14 +1,16 @@
-// Package target owns how dbparity reaches a database: target URLs, the SQL
-// dialects (postgres, sqlite) and the narrow connection interface that
-// workloads use. It never knows about workloads, runs or results; managed
-// (throw-away) servers live in the subpackage managed.
+// Package engine is dbparity's database layer: how it reaches a database
+// (the target URLs a user gives with --target), the SQL dialects
+// (PostgreSQL, MySQL/MariaDB, SQLite), the narrow connection interface
+// workloads use, batches, the replay's connections and redaction. It never
+// knows about workloads, runs or results; managed (throw-away) servers
+// live in the subpackage managed.
 //
 // Passwords stop here: Target.URL and every error show the target with its
 // passwords masked by structure (see Redact), and only the driver's parsed
 // configuration holds them. A PostgreSQL password may also come from
 // PGPASSWORD or the password file (~/.pgpass, PGPASSFILE); the driver reads
 // those when it connects, and nothing of dbparity stores or prints them.
-package target
+package engine
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package target
+package engine
 
 import (
 	"net/url"
