@@ -14,9 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sys/unix"
 )
 
 // The driver's own log lines (a write to a closed socket) would reach the
@@ -158,29 +160,82 @@ func mysqlConnectMessage(err error) string {
 }
 
 // netCounts counts a connection's round trips at the socket: a write that
-// follows a read (or comes first) starts one.
+// follows a read (or comes first) starts one. answering is set once the
+// answer to the last request began to arrive (its reader's own state).
 type netCounts struct {
-	trips   atomic.Int64
-	writing atomic.Bool
+	trips     atomic.Int64
+	writing   atomic.Bool
+	answering bool
 }
 
 type netCountsKey struct{}
 
 type countedConn struct {
 	net.Conn
-	n *netCounts
+	n   *netCounts
+	raw syscall.RawConn // nil: reads go through net.Conn
 }
 
 func (c countedConn) Write(b []byte) (int, error) {
+	c.n.answering = false
 	if !c.n.writing.Swap(true) {
 		c.n.trips.Add(1)
 	}
 	return c.Conn.Write(b)
 }
 
+// answerWait is how long a session's reader waits in its thread for the
+// rest of an answer that began to arrive, before it leaves the wait to
+// Go's network poller.
+const answerWait = time.Millisecond
+
+// Read reads what the server sent. MySQL and MariaDB send each result
+// set of a batch as soon as it is made, so one answer arrives in many
+// pieces, tens of microseconds apart; through Go's network poller each
+// piece costs the session a park and a wake-up, and the runtime another
+// processor spinning for work (two thirds of the client's CPU in a
+// profile of order-entry). Once an answer began to arrive, the reader
+// waits for its next piece in its own thread (ppoll, at most answerWait)
+// as a C client does; the wait for an answer's first byte (the server's
+// work, a lock) and any wait past answerWait go to the poller, which
+// keeps deadlines and Close. Measured on order-entry (8 sessions,
+// interleaved): 523-556 µs of client CPU per transaction against
+// 864-948, at 1,007-1,082 transactions/s against 806-871.
 func (c countedConn) Read(b []byte) (int, error) {
 	c.n.writing.Store(false)
-	return c.Conn.Read(b)
+	if c.raw == nil {
+		return c.Conn.Read(b)
+	}
+	var n int
+	var err error
+	answering := c.n.answering
+	rerr := c.raw.Read(func(fd uintptr) bool {
+		for waited := false; ; {
+			n, err = unix.Read(int(fd), b)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != unix.EAGAIN:
+				return true
+			case waited || !answering:
+				return false // the poller waits
+			}
+			fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			ts := unix.NsecToTimespec(int64(answerWait))
+			unix.Ppoll(fds[:], &ts, nil)
+			waited = true
+		}
+	})
+	switch {
+	case rerr != nil:
+		return 0, rerr
+	case err != nil:
+		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", err)}
+	case n == 0 && len(b) > 0:
+		return 0, io.EOF
+	}
+	c.n.answering = true
+	return n, nil
 }
 
 func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -190,7 +245,11 @@ func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
 		return nil, err
 	}
 	if n, ok := ctx.Value(netCountsKey{}).(*netCounts); ok {
-		return countedConn{c, n}, nil
+		cc := countedConn{Conn: c, n: n}
+		if sc, ok := c.(syscall.Conn); ok {
+			cc.raw, _ = sc.SyscallConn()
+		}
+		return cc, nil
 	}
 	return c, nil
 }
