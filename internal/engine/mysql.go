@@ -165,7 +165,7 @@ func mysqlConnectMessage(err error) string {
 type netCounts struct {
 	trips     atomic.Int64
 	writing   atomic.Bool
-	answering bool
+	answering atomic.Bool
 }
 
 type netCountsKey struct{}
@@ -177,7 +177,7 @@ type countedConn struct {
 }
 
 func (c countedConn) Write(b []byte) (int, error) {
-	c.n.answering = false
+	c.n.answering.Store(false)
 	if !c.n.writing.Swap(true) {
 		c.n.trips.Add(1)
 	}
@@ -208,7 +208,7 @@ func (c countedConn) Read(b []byte) (int, error) {
 	}
 	var n int
 	var err error
-	answering := c.n.answering
+	answering := c.n.answering.Load()
 	rerr := c.raw.Read(func(fd uintptr) bool {
 		for waited := false; ; {
 			n, err = unix.Read(int(fd), b)
@@ -234,7 +234,7 @@ func (c countedConn) Read(b []byte) (int, error) {
 	case n == 0 && len(b) > 0:
 		return 0, io.EOF
 	}
-	c.n.answering = true
+	c.n.answering.Store(true)
 	return n, nil
 }
 
