@@ -264,8 +264,9 @@ type mysqlConn struct {
 	prepare bool                  // sessions prepare; a collector's statements go as text
 	multi   bool                  // batches go as one multi-statement text (sessions)
 	texts   map[string]*mysqlStmt // batches' statements, never prepared
-	text    []byte
+	text    []byte                // a batch's text and arguments, reused
 	args    []any
+	named   []driver.NamedValue
 	lost    bool
 	inTx    bool
 }
@@ -288,13 +289,7 @@ func (m *mysqlConn) stmt(ctx context.Context, query string) (*mysqlStmt, error) 
 	if s, ok := m.stmts[query]; ok {
 		return s, nil
 	}
-	var s *mysqlStmt
-	if upd, sel, ok := SplitUpdateReturning(query); ok {
-		s = rebindQuestion(upd)
-		s.update, s.then = true, rebindQuestion(sel)
-	} else {
-		s = rebindQuestion(query)
-	}
+	s := rewrite(query)
 	if m.prepare && preparable(query) {
 		for p := s; p != nil; p = p.then {
 			st, err := m.c.PrepareContext(ctx, p.text)
@@ -306,6 +301,17 @@ func (m *mysqlConn) stmt(ctx context.Context, query string) (*mysqlStmt, error) 
 	}
 	m.stmts[query] = s
 	return s, nil
+}
+
+// rewrite is query as MySQL takes it: ? placeholders, and an UPDATE ...
+// RETURNING split in two.
+func rewrite(query string) *mysqlStmt {
+	if upd, sel, ok := SplitUpdateReturning(query); ok {
+		s := rebindQuestion(upd)
+		s.update, s.then = true, rebindQuestion(sel)
+		return s
+	}
+	return rebindQuestion(query)
 }
 
 // preparable tells whether a statement is DML, which sessions prepare;

@@ -304,3 +304,47 @@ func TestMySQLServerFrozenThenKilled(t *testing.T) {
 		t.Errorf("statement on a killed server: %v (%+v, lost %v) after %v", err, cl, killed.Lost(), time.Since(t0))
 	}
 }
+
+// A batch whose answer stops halfway (the first result came, the next is
+// not made: a server stalled mid-answer, as the reader waits for it in its
+// own thread) returns when its context ends, the connection marked lost,
+// never a hang; the session's next connection works.
+func TestMySQLBatchStallsMidAnswer(t *testing.T) {
+	inst := mariaDB(t)
+	tg, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	c, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var one, slept int64
+	var b Batch
+	b.QueryRow("SELECT $1", []any{&one}, 1)
+	b.QueryRow("SELECT SLEEP($1)", []any{&slept}, 30)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = c.SendBatch(ctx, &b)
+	took := time.Since(start)
+	if err == nil || took > 5*time.Second {
+		t.Fatalf("stalled batch: %v after %v", err, took)
+	}
+	if one != 1 {
+		t.Errorf("the answer's first result was not read (got %d): the stall was not mid-answer", one)
+	}
+	if !c.Lost() {
+		t.Errorf("after the context ended mid-answer the connection is not marked lost: %v", err)
+	}
+	c2, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := c2.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil {
+		t.Errorf("a new connection after the stall: %v", err)
+	}
+}

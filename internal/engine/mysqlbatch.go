@@ -108,13 +108,7 @@ func (m *mysqlConn) textStmt(query string) *mysqlStmt {
 	if s, ok := m.texts[query]; ok {
 		return s
 	}
-	var s *mysqlStmt
-	if upd, sel, ok := SplitUpdateReturning(query); ok {
-		s = rebindQuestion(upd)
-		s.update, s.then = true, rebindQuestion(sel)
-	} else {
-		s = rebindQuestion(query)
-	}
+	s := rewrite(query)
 	if m.texts == nil {
 		m.texts = map[string]*mysqlStmt{}
 	}
@@ -131,14 +125,15 @@ func (m *mysqlConn) batchExec(ctx context.Context, b *Batch, text string) error 
 		if !ok || !ok2 {
 			return errors.New("the MySQL driver cannot execute a batch") // not go-sql-driver/mysql
 		}
-		named := make([]driver.NamedValue, len(m.args))
+		m.named = m.named[:0]
 		for i, a := range m.args {
-			named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-			if err := check.CheckNamedValue(&named[i]); err != nil {
+			m.named = append(m.named, driver.NamedValue{Ordinal: i + 1, Value: a})
+			if err := check.CheckNamedValue(&m.named[i]); err != nil {
 				return err
 			}
 		}
-		res, err := ex.ExecContext(ctx, text, named)
+		res, err := ex.ExecContext(ctx, text, m.named)
+		clear(m.named)
 		if err != nil {
 			return fmt.Errorf("batch of %d statements: %w", len(b.items), err)
 		}
