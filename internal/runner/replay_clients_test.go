@@ -141,8 +141,18 @@ func TestReplayPgbenchVerified(t *testing.T) {
 				if limit := 2*rec.captureS + 3; rp.ReplaySeconds > limit {
 					t.Errorf("speed %g: replayed in %.1f s, captured %.1f s: more than %.1f s", speed, rp.ReplaySeconds, rec.captureS, limit)
 				}
-				if n := int64(len(rp.Releases)); n > rp.CapturedTransactions/20 {
-					t.Errorf("speed %g: sync released %d times in %d transactions", speed, n, rp.CapturedTransactions)
+				// Releases come from the log's order where it is not the
+				// server's (docs/replay.md, Known limits): a backend
+				// descheduled between its COMMIT and its log line. 100
+				// clients on one row: 3.2-4.4% of the transactions on a
+				// quiet 2-core machine (13 runs), 1.1-1.6% beside two busy
+				// loops, 5.3% in CI beside the other packages' tests.
+				if n := int64(len(rp.Releases)); n > rp.CapturedTransactions/10 {
+					var first []string
+					for i := 0; i < len(rp.Releases) && i < 3; i++ {
+						first = append(first, rp.Releases[i].Cycle)
+					}
+					t.Errorf("speed %g: sync released %d times in %d transactions (first: %s)", speed, n, rp.CapturedTransactions, strings.Join(first, "; "))
 				}
 				t.Logf("pgbench -M %s -c %s, speed %g: %s; capture %.2f s, replay %.2f s; %d transactions; sync released %d",
 					c.mode, c.clients, speed, es.Summary, rec.captureS, rp.ReplaySeconds, rp.ReplayedTransactions, len(rp.Releases))

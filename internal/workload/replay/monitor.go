@@ -200,7 +200,9 @@ func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 	// for synchronisation while another's statement is slow at the
 	// server) or a statement stalled, whose report says what it waits for.
 	var blockers map[uint32][]uint32
+	asked := now
 	if len(slow) > 0 && (nwaits > 0 || stalled > 0) {
+		asked = time.Now()
 		blockers = m.blockers(ctx, slow)
 	}
 	for _, f := range flying {
@@ -224,8 +226,13 @@ func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 	m.mu.Lock()
 	m.waiting, m.stalledNow = nwaits, stalled
 	m.mu.Unlock()
+	// A cycle is broken only on what was true when the server was asked:
+	// a session that began to wait since may hold other locks than those
+	// seen (its transaction committed and the next began), and the lock
+	// wait seen may be over. It is looked at again at the next check.
+	waits = slices.DeleteFunc(waits, func(w waiting) bool { return w.since.After(asked) })
 	if len(waits) > 0 && len(locks) > 0 {
-		m.breakCycles(now, waits, locks)
+		m.breakCycles(waits, locks)
 	}
 	return nwaits > 0 && len(flying) > 0
 }
@@ -316,7 +323,7 @@ func (m *monitor) blockers(ctx context.Context, slow []inFlight) map[uint32][]ui
 // sessions however many wait: each waiter waits for a prefix of one list
 // of sessions (syncer.blocked), so the part of that list already taken
 // is not taken again.
-func (m *monitor) breakCycles(now time.Time, waits []waiting, locks map[int][]int) {
+func (m *monitor) breakCycles(waits []waiting, locks map[int][]int) {
 	n := len(m.p.c.Sessions)
 	waitOf := make([]int, n) // index into waits, -1 for none
 	for i := range waitOf {
@@ -357,6 +364,7 @@ func (m *monitor) breakCycles(now time.Time, waits []waiting, locks map[int][]in
 			continue
 		}
 		released[pick.s] = true
+		now := time.Now()
 		m.mu.Lock()
 		m.release = append(m.release, Release{At: now.Sub(m.p.start), Session: pick.s, Statement: pick.i,
 			Waited: now.Sub(pick.since), Cycle: describe(path, pick.s)})
