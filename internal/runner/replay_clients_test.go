@@ -144,8 +144,8 @@ func TestReplayPgbenchVerified(t *testing.T) {
 				// Releases come from the log's order where it is not the
 				// server's (docs/replay.md, Known limits): a backend
 				// descheduled between its COMMIT and its log line. 100
-				// clients on one row: 3.2-4.4% of the transactions on a
-				// quiet 2-core machine (13 runs), 1.1-1.6% beside two busy
+				// clients on one row: 3.2-4.0% of the transactions on a
+				// quiet 2-core machine (9 runs), 1.1-1.6% beside two busy
 				// loops, 5.3% in CI beside the other packages' tests.
 				if n := int64(len(rp.Releases)); n > rp.CapturedTransactions/10 {
 					var first []string
