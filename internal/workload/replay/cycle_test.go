@@ -29,6 +29,11 @@ type lockServer struct {
 	waiters int
 	calls   []string
 	granted []string // sessions (by application) in the order their UPDATE took the row
+	// gate holds a session's COMMIT (by application) until its channel
+	// is closed; answered, when set, runs once after Blockers worked out
+	// its answer and before it returns it.
+	gate     map[string]chan struct{}
+	answered func()
 }
 
 func newLockServer() *lockServer {
@@ -65,6 +70,14 @@ func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
 		s.granted = append(s.granted, c.name)
 		return "UPDATE 1", nil
 	case sql == "COMMIT":
+		if g := s.gate[c.name]; g != nil {
+			s.mu.Unlock()
+			select {
+			case <-g:
+			case <-ctx.Done():
+			}
+			s.mu.Lock()
+		}
 		for end := time.Now().Add(2 * time.Second); s.holder == c.pid && len(s.waiting) < s.waiters && time.Now().Before(end); {
 			s.mu.Unlock()
 			time.Sleep(time.Millisecond)
@@ -109,7 +122,6 @@ func (c *lockConn) Describe(context.Context, string, []uint32) ([]uint32, error)
 func (c *lockConn) PID() uint32 { return c.pid }
 func (c *lockConn) Blockers(_ context.Context, pids []uint32) (map[uint32][]uint32, error) {
 	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
 	out := map[uint32][]uint32{}
 	for _, p := range pids {
 		for _, w := range c.s.waiting {
@@ -117,6 +129,12 @@ func (c *lockConn) Blockers(_ context.Context, pids []uint32) (map[uint32][]uint
 				out[p] = []uint32{c.s.holder}
 			}
 		}
+	}
+	answered := c.s.answered
+	c.s.answered = nil
+	c.s.mu.Unlock()
+	if answered != nil {
+		answered()
 	}
 	return out, nil
 }
@@ -250,6 +268,70 @@ func TestSyncCommitCycleBrokenAtOnce(t *testing.T) {
 	}
 	if r.Replayed != 7 || r.Errors != 0 {
 		t.Errorf("replayed %d, errors %d", r.Replayed, r.Errors)
+	}
+}
+
+// A lock wait the server reported may be over by the time the monitor
+// reads the synchronisation waits: here, while the server's answer (b
+// waits for a's lock) is on its way, a commits, b takes the row, and a's
+// next transaction waits for b's COMMIT. That wait and the stale lock
+// wait look like a cycle; none is there, and nothing is let go.
+//
+//	a: BEGIN, UPDATE (holds the row), COMMIT (held at the server until
+//	   the monitor asks), BEGIN, SELECT (after b's COMMIT), COMMIT
+//	b: BEGIN, UPDATE (waits for a's row), COMMIT (held until after)
+//	c: BEGIN, SELECT (after a's COMMIT: the synchronisation wait that
+//	   makes the monitor ask the server), COMMIT
+func TestStaleLockWaitNoRelease(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := func(at, dur, text int) capture.Statement {
+		return capture.Statement{Offset: ms(at), Duration: ms(dur), Text: text}
+	}
+	c := &capture.Capture{Format: capture.Format, Start: t0, End: t0.Add(ms(200)),
+		Texts: []string{"BEGIN", "UPDATE r SET n = n + 1", "SELECT n FROM r", "COMMIT"},
+		Sessions: []capture.Session{
+			{ID: "a", Application: "a", Start: 0, End: ms(200), Statements: []capture.Statement{st(0, 1, 0), st(10, 1, 1), st(50, 1, 3), st(60, 1, 0), st(80, 1, 2), st(90, 1, 3)}},
+			{ID: "b", Application: "b", Start: 0, End: ms(200), Statements: []capture.Statement{st(2, 1, 0), st(20, 31, 1), st(70, 1, 3)}},
+			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(3, 1, 0), st(55, 1, 2), st(57, 1, 3)}},
+		}}
+	srv := newLockServer()
+	gateA, gateB := make(chan struct{}), make(chan struct{})
+	srv.gate = map[string]chan struct{}{"a": gateA, "b": gateB}
+	asked := make(chan struct{})
+	srv.answered = func() {
+		// Let a commit; the answer goes back once a's next transaction
+		// waits for b's COMMIT (b holds the row by then).
+		close(gateA)
+		time.Sleep(200 * time.Millisecond)
+		close(asked)
+	}
+	go func() {
+		select {
+		case <-asked:
+			time.Sleep(100 * time.Millisecond) // the monitor looks again
+		case <-time.After(5 * time.Second):
+		}
+		close(gateB)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := Run(ctx, Options{Capture: c, Speed: 0, Connect: lockConnector(srv)})
+	if err != nil {
+		t.Fatalf("the replay did not end: %v (calls %v)", err, srv.calls)
+	}
+	select {
+	case <-asked:
+	default:
+		t.Fatalf("the monitor never asked the server (calls %v)", srv.calls)
+	}
+	if len(r.Releases) != 0 {
+		t.Errorf("released %+v: a cycle made of a lock wait that was over", r.Releases)
+	}
+	if r.Replayed != 12 || r.Errors != 0 {
+		t.Errorf("replayed %d, errors %d", r.Replayed, r.Errors)
+	}
+	if got := strings.Join(updatesInOrder(srv), " "); got != "a b" {
+		t.Errorf("the row was updated by sessions %s, want a b", got)
 	}
 }
 
