@@ -270,16 +270,17 @@ func (r *myReplayConn) PID() uint32 { return r.id }
 // information_schema.INNODB_LOCK_WAITS, else MySQL 8's
 // performance_schema.data_lock_waits. The former is read at most every
 // innodbCacheIdle, so that InnoDB refreshes it between reads.
-func (r *myReplayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error) {
+func (r *myReplayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, time.Time, error) {
 	if wait := innodbCacheIdle - time.Since(r.lastIS); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 	}
+	asked := time.Now()
 	defer func() { r.lastIS = time.Now() }()
 	want := map[uint32]bool{}
 	for _, p := range pids {
@@ -307,7 +308,7 @@ func (r *myReplayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32]
 			var waiter, holder uint32
 			if err := rows.Scan(&waiter, &holder); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, asked, err
 			}
 			if want[waiter] {
 				out[waiter] = append(out[waiter], holder)
@@ -315,9 +316,9 @@ func (r *myReplayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32]
 		}
 		err = rows.Err()
 		rows.Close()
-		return out, err
+		return out, asked, err
 	}
-	return nil, fmt.Errorf("lock waits: %w", firstErr)
+	return nil, asked, fmt.Errorf("lock waits: %w", firstErr)
 }
 
 func (r *myReplayConn) Close() error { return errors.Join(r.c.Close(), r.db.Close()) }

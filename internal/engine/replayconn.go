@@ -64,8 +64,9 @@ type ReplayConn interface {
 	PID() uint32
 	// Blockers asks the server which backends hold the locks that each
 	// of pids waits for (pg_blocking_pids); pids that wait for none are
-	// left out.
-	Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error)
+	// left out. asked is when the question was sent: the answer shows
+	// the server at that moment or later.
+	Blockers(ctx context.Context, pids []uint32) (waits map[uint32][]uint32, asked time.Time, err error)
 	Close() error
 }
 
@@ -293,7 +294,8 @@ func (r *replayConn) Describe(ctx context.Context, sql string, types []uint32) (
 
 func (r *replayConn) PID() uint32 { return r.c.PID() }
 
-func (r *replayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, error) {
+func (r *replayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]uint32, time.Time, error) {
+	asked := time.Now()
 	list := make([]string, len(pids))
 	for i, p := range pids {
 		list[i] = strconv.FormatUint(uint64(p), 10)
@@ -302,7 +304,7 @@ func (r *replayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]
 		[][]byte{[]byte("{" + strings.Join(list, ",") + "}")}, nil, nil, nil)
 	res := rr.Read()
 	if res.Err != nil {
-		return nil, res.Err
+		return nil, asked, res.Err
 	}
 	out := map[uint32][]uint32{}
 	for _, row := range res.Rows {
@@ -316,7 +318,7 @@ func (r *replayConn) Blockers(ctx context.Context, pids []uint32) (map[uint32][]
 			}
 		}
 	}
-	return out, nil
+	return out, asked, nil
 }
 
 func (r *replayConn) Close() error {

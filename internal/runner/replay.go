@@ -354,7 +354,7 @@ func lockWaitsVisible(ctx context.Context, t *opened) error {
 	defer rc.Close()
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := rc.Blockers(qctx, nil); err != nil {
+	if _, _, err := rc.Blockers(qctx, nil); err != nil {
 		if t.Dialect == engine.MySQL {
 			return fmt.Errorf("the replay cannot read InnoDB's lock waits (%s): GRANT PROCESS ON *.* TO the --target user, "+
 				"or replay with --sync none", strings.Join(strings.Fields(err.Error()), " "))

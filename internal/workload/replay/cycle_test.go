@@ -120,8 +120,9 @@ func (c *lockConn) Describe(context.Context, string, []uint32) ([]uint32, error)
 	return nil, nil
 }
 func (c *lockConn) PID() uint32 { return c.pid }
-func (c *lockConn) Blockers(_ context.Context, pids []uint32) (map[uint32][]uint32, error) {
+func (c *lockConn) Blockers(_ context.Context, pids []uint32) (map[uint32][]uint32, time.Time, error) {
 	c.s.mu.Lock()
+	asked := time.Now()
 	out := map[uint32][]uint32{}
 	for _, p := range pids {
 		for _, w := range c.s.waiting {
@@ -136,7 +137,7 @@ func (c *lockConn) Blockers(_ context.Context, pids []uint32) (map[uint32][]uint
 	if answered != nil {
 		answered()
 	}
-	return out, nil
+	return out, asked, nil
 }
 func (c *lockConn) Close() error { return nil }
 

@@ -202,8 +202,7 @@ func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 	var blockers map[uint32][]uint32
 	asked := now
 	if len(slow) > 0 && (nwaits > 0 || stalled > 0) {
-		asked = time.Now()
-		blockers = m.blockers(ctx, slow)
+		blockers, asked = m.blockers(ctx, slow)
 	}
 	for _, f := range flying {
 		if d := now.Sub(f.since); d >= limit {
@@ -287,19 +286,20 @@ func (m *monitor) holders(pids []uint32) string {
 	return out
 }
 
-// blockers asks the server which backends block the slow statements'.
-func (m *monitor) blockers(ctx context.Context, slow []inFlight) map[uint32][]uint32 {
+// blockers asks the server which backends block the slow statements',
+// and says when it asked.
+func (m *monitor) blockers(ctx context.Context, slow []inFlight) (map[uint32][]uint32, time.Time) {
 	if m.conn == nil && !m.noConn {
 		c, err := m.p.o.Connect(ctx, "", "", "dbparity-replay-monitor")
 		if err != nil {
 			m.noConn = true
 			m.p.rec.note(fmt.Sprintf("the replay's monitor could not connect (%v): cycles of synchronisation and lock waits cannot be broken, only reported as stalls", err))
-			return nil
+			return nil, time.Now()
 		}
 		m.conn = c
 	}
 	if m.conn == nil {
-		return nil
+		return nil, time.Now()
 	}
 	pids := make([]uint32, len(slow))
 	for i, f := range slow {
@@ -307,11 +307,11 @@ func (m *monitor) blockers(ctx context.Context, slow []inFlight) map[uint32][]ui
 	}
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	b, err := m.conn.Blockers(qctx, pids)
+	b, asked, err := m.conn.Blockers(qctx, pids)
 	if err != nil {
-		return nil
+		return nil, time.Now()
 	}
-	return b
+	return b, asked
 }
 
 // breakCycles lets go, in each cycle of waits, one synchronisation wait:

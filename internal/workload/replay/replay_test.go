@@ -109,8 +109,8 @@ func (c *fakeConn) run(stmts []engine.BatchStatement, done func(int, string, err
 }
 func (c *fakeConn) Describe(context.Context, string, []uint32) ([]uint32, error) { return nil, nil }
 func (c *fakeConn) PID() uint32                                                  { return 0 }
-func (c *fakeConn) Blockers(context.Context, []uint32) (map[uint32][]uint32, error) {
-	return nil, nil
+func (c *fakeConn) Blockers(context.Context, []uint32) (map[uint32][]uint32, time.Time, error) {
+	return nil, time.Now(), nil
 }
 func (c *fakeConn) Close() error { return nil }
 
