@@ -220,6 +220,8 @@ func (c countedConn) Read(b []byte) (int, error) {
 				// The socket blocks, at most answerWait (SO_RCVTIMEO).
 				n, err = unix.Read(int(fd), b)
 			} else {
+				// recvfrom(2) itself: unix.Recvfrom would also decode the
+				// peer's address (a unix socket's path) on every read.
 				var r uintptr
 				var e unix.Errno
 				r, _, e = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT, 0, 0)
