@@ -161,12 +161,22 @@ func mysqlConnectMessage(err error) string {
 }
 
 // netCounts counts a connection's round trips at the socket: a write that
-// follows a read (or comes first) starts one. answering is set once the
-// answer to the last request began to arrive (its reader's own state).
+// follows a read (or comes first) starts one. It also keeps its reader's
+// state: answering is set once the answer to the last request began to
+// arrive, got counts that answer's bytes so far, and expect, when above
+// 0, is the least the answer will have (its sender's estimate).
 type netCounts struct {
 	trips     atomic.Int64
 	writing   atomic.Bool
 	answering atomic.Bool
+	got       atomic.Int64
+	expect    atomic.Int64
+	// tcp: SO_RCVLOWAT holds the poller's wake-up back (not on a unix
+	// socket, whose poll ignores it); lowat is the socket's, dog lowers it
+	// to one byte expectWait into a wait for expected bytes.
+	tcp   bool
+	lowat atomic.Int32
+	dog   *time.Timer
 }
 
 type netCountsKey struct{}
@@ -181,6 +191,7 @@ func (c countedConn) Write(b []byte) (int, error) {
 	c.n.answering.Store(false)
 	if !c.n.writing.Swap(true) {
 		c.n.trips.Add(1)
+		c.n.got.Store(0)
 	}
 	return c.Conn.Write(b)
 }
@@ -190,22 +201,37 @@ func (c countedConn) Write(b []byte) (int, error) {
 // Go's network poller.
 const answerWait = time.Millisecond
 
+// expectWait is how long the poller waits for an answer's expected
+// bytes before it wakes the reader at the first one: an answer shorter
+// than its estimate, or one still being made, is then read as it comes.
+// A variable for the tests.
+var expectWait = 2 * time.Millisecond
+
 // Read reads what the server sent. MySQL and MariaDB send each result
-// set of a batch as soon as it is made, so one answer arrives in many
-// pieces, tens of microseconds apart; through Go's network poller each
-// piece costs the session a park and a wake-up, and the runtime another
-// processor spinning for work (two thirds of the client's CPU in a
-// profile of order-entry). Once an answer began to arrive, the reader
-// waits for its next piece in its own thread, as a C client does: the
-// socket is a blocking one whose reads and writes give up after
-// answerWait (SO_RCVTIMEO, SO_SNDTIMEO), so one read(2) both waits and
-// reads. The wait for an answer's first byte (the server's work, a lock)
-// is a read that does not block (MSG_DONTWAIT) and then the poller, as is
-// any wait past answerWait: the poller keeps deadlines and Close.
-// Measured on order-entry (8 sessions, two interleaved rounds of 30 s):
-// the blocking read 433-464 µs of client CPU per transaction at 993-1,078
-// transactions/s; waiting with ppoll(2) and then reading 577-584 µs at
-// 976-1,037 (and, in earlier rounds, the poller alone about 1.5x that).
+// set and each statement's OK of a batch as soon as it is made, so one
+// answer arrives in many pieces, tens of microseconds apart; through Go's
+// network poller each piece costs the session a park and a wake-up, and
+// the runtime another processor spinning for work (two thirds of the
+// client's CPU in a profile of order-entry).
+//
+// When the sender knows how many bytes the answer will at least have (a
+// batch: the least its text's answers had), a TCP socket's SO_RCVLOWAT
+// holds the poller's wake-up until they are there, so the session wakes
+// once for most of the answer; expectWait into the wait the mark drops to
+// one byte. Otherwise, once an answer began to arrive, the reader waits
+// for its next piece in its own thread, as a C client does: the socket is
+// a blocking one whose reads and writes give up after answerWait
+// (SO_RCVTIMEO, SO_SNDTIMEO), so one read(2) both waits and reads. The
+// wait for an answer's first byte (the server's work, a lock) is a read
+// that does not block (MSG_DONTWAIT) and then the poller, as is any wait
+// past answerWait: the poller keeps deadlines and Close.
+//
+// Measured on order-entry over loopback TCP (8 sessions, MariaDB 10.11,
+// four interleaved rounds of 20 s): the expected bytes 377-452 µs of
+// client CPU per transaction at 1,282-1,489 transactions/s (New-Order p99
+// 20-24 ms), against 461-600 µs at 1,005-1,104 (28-41 ms) with the
+// blocking read alone; that against waiting with ppoll(2) and then
+// reading, on a unix socket, 433-464 against 577-584 µs.
 func (c countedConn) Read(b []byte) (int, error) {
 	c.n.writing.Store(false)
 	if c.raw == nil {
@@ -214,17 +240,29 @@ func (c countedConn) Read(b []byte) (int, error) {
 	var n int
 	var err error
 	answering := c.n.answering.Load()
+	want := int32(1)
+	if e := c.n.expect.Load(); e > 0 && c.n.tcp {
+		// At most 64 KB: a larger mark would also grow the socket's
+		// receive buffer.
+		want = int32(min(max(e-c.n.got.Load(), 1), int64(len(b)), 1<<16))
+	}
+	expecting, armed, first := want > 1, false, true
 	rerr := c.raw.Read(func(fd uintptr) bool {
 		for {
-			if answering {
+			if first {
+				first = false
+				if c.n.lowat.Load() != want && unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, int(want)) == nil {
+					c.n.lowat.Store(want)
+				}
+			}
+			if answering && !expecting {
 				// The socket blocks, at most answerWait (SO_RCVTIMEO).
 				n, err = unix.Read(int(fd), b)
 			} else {
 				// recvfrom(2) itself: unix.Recvfrom would also decode the
-				// peer's address (a unix socket's path) on every read.
-				var r uintptr
-				var e unix.Errno
-				r, _, e = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT, 0, 0)
+				// peer's address (a unix socket's path) on every read. It
+				// takes what is there, SO_RCVLOWAT or not.
+				r, _, e := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT, 0, 0)
 				n, err = int(r), nil
 				if e != 0 {
 					n, err = 0, e
@@ -234,11 +272,18 @@ func (c countedConn) Read(b []byte) (int, error) {
 			case unix.EINTR:
 				continue
 			case unix.EAGAIN:
+				if expecting && !armed {
+					armed = true
+					c.n.dog.Reset(expectWait)
+				}
 				return false // the poller waits
 			}
 			return true
 		}
 	})
+	if armed {
+		c.n.dog.Stop()
+	}
 	switch {
 	case rerr != nil:
 		return 0, rerr
@@ -248,6 +293,7 @@ func (c countedConn) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	c.n.answering.Store(true)
+	c.n.got.Add(int64(n))
 	return n, nil
 }
 
@@ -277,6 +323,22 @@ func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
 				cc.raw = nil
 			}
 		}
+		if cc.raw != nil && strings.HasPrefix(network, "tcp") {
+			// The dog holds the connection's descriptor through Control:
+			// once it is closed, the call does nothing.
+			n.tcp = true
+			n.lowat.Store(1) // the socket's default
+			raw := cc.raw
+			n.dog = time.AfterFunc(time.Hour, func() {
+				// The mark's record first, then the mark: the reader, which
+				// may run now (this call wakes it), sets the mark and then
+				// its record, so the record is never below the socket's mark
+				// (a mark left above it would hold the next answer back).
+				n.lowat.Store(1)
+				raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, 1) })
+			})
+			n.dog.Stop()
+		}
 		return cc, nil
 	}
 	return c, nil
@@ -293,6 +355,7 @@ type mysqlConn struct {
 	multi   bool                  // batches go as one multi-statement text (sessions)
 	texts   map[string]*mysqlStmt // batches' statements, never prepared
 	text    []byte                // a batch's text and arguments, reused
+	answers map[uint64]int64      // the least answer to a batch text (its hash), in bytes
 	args    []any
 	named   []driver.NamedValue
 	lost    bool

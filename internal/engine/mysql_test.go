@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +20,19 @@ import (
 // CI=true) when none is installed.
 func mariaDB(t *testing.T) *managed.Instance {
 	t.Helper()
+	return mariaDBWith(t, managed.Options{})
+}
+
+// mariaDBWith is mariaDB with o (its DataDir the test's own).
+func mariaDBWith(t *testing.T, o managed.Options) *managed.Instance {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "dbparity-my-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o755)
-	inst, err := managed.StartMariaDB(context.Background(), managed.Options{DataDir: filepath.Join(dir, "data")})
+	o.DataDir = filepath.Join(dir, "data")
+	inst, err := managed.StartMariaDB(context.Background(), o)
 	if err != nil {
 		os.RemoveAll(dir)
 		if strings.Contains(err.Error(), "no MariaDB server binaries") && os.Getenv("CI") != "true" {
@@ -346,5 +355,82 @@ func TestMySQLBatchStallsMidAnswer(t *testing.T) {
 	defer c2.Close()
 	if err := c2.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil {
 		t.Errorf("a new connection after the stall: %v", err)
+	}
+}
+
+// Batches over loopback TCP, where a session's reader waits for the
+// bytes its batch's answers had at least (SO_RCVLOWAT): answers of one
+// text longer, shorter and far shorter than any before are each read
+// whole and right, in one round trip, none waiting near its deadline.
+func TestMySQLBatchesOverTCP(t *testing.T) {
+	inst := mariaDBWith(t, managed.Options{Loopback: true})
+	root, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	ctx := context.Background()
+	rc, err := root.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"CREATE USER 'tcp'@'127.0.0.1' IDENTIFIED BY 'tcp'", "GRANT ALL ON *.* TO 'tcp'@'127.0.0.1'"} {
+		if _, err := rc.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.Close()
+	tg, err := Open(fmt.Sprintf("mysql://tcp:tcp@127.0.0.1:%d/%s", inst.Port, inst.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	c, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := c.(*mysqlConn)
+	if !m.net.tcp {
+		t.Fatal("a session over TCP does not wait for its answers' bytes")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	trips := m.RoundTrips()
+	var slowest time.Duration
+	const batches = 300
+	for i := range batches {
+		// Lengths drawn mostly long, so that the least learnt is high
+		// and the short ones fall below it.
+		n1, n2 := 2000+r.IntN(3000), 1+r.IntN(3000)
+		if i%10 == 9 {
+			n1, n2 = 1+r.IntN(50), 1+r.IntN(50)
+		}
+		var s1, s2 string
+		var one int64
+		var b Batch
+		b.QueryRow("SELECT REPEAT('a', $1)", []any{&s1}, n1)
+		b.QueryRow("SELECT 1", []any{&one})
+		b.QueryRow("SELECT REPEAT('b', $1)", []any{&s2}, n2)
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		start := time.Now()
+		err := c.SendBatch(bctx, &b)
+		took := time.Since(start)
+		cancel()
+		if err != nil {
+			t.Fatalf("batch %d (%d and %d bytes): %v after %v", i, n1, n2, err, took)
+		}
+		if len(s1) != n1 || len(s2) != n2 || one != 1 || strings.Trim(s1, "a") != "" || strings.Trim(s2, "b") != "" {
+			t.Fatalf("batch %d: answers of %d and %d bytes, want %d and %d", i, len(s1), len(s2), n1, n2)
+		}
+		slowest = max(slowest, took)
+	}
+	if got := m.RoundTrips() - trips; got != batches {
+		t.Errorf("%d batches took %d round trips", batches, got)
+	}
+	if len(m.answers) != 1 {
+		t.Errorf("the batch's text has %d answers' sizes kept, want 1", len(m.answers))
+	}
+	if slowest > 2*time.Second {
+		t.Errorf("the slowest batch took %v", slowest)
 	}
 }
