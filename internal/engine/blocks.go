@@ -98,20 +98,27 @@ func (d Dialect) BlockTable(name string) BlockTable {
 
 // PrepareKeys sets what the layout's index builds need on the server
 // (InnoDB's fill factor, a global) before any table's BuildKeys; restore
-// puts it back once all are built. restore is never nil.
-func (b BlockTable) PrepareKeys(ctx context.Context, c Conn) (restore func(), err error) {
+// puts it back once all are built, and says so when it cannot: the
+// server would then build every later index, the load's own and any
+// other, at the layout's fill factor. restore is never nil.
+func (b BlockTable) PrepareKeys(ctx context.Context, c Conn) (restore func() error, err error) {
+	none := func() error { return nil }
 	if b.fillFactor == 0 {
-		return func() {}, nil
+		return none, nil
 	}
 	var was int64
 	if err := c.QueryRow(ctx, "SELECT @@GLOBAL.innodb_fill_factor").Scan(&was); err != nil {
-		return func() {}, fmt.Errorf("read innodb_fill_factor: %w", err)
+		return none, fmt.Errorf("read innodb_fill_factor: %w", err)
 	}
 	if _, err := c.Exec(ctx, fmt.Sprintf("SET GLOBAL innodb_fill_factor = %d", b.fillFactor)); err != nil {
-		return func() {}, fmt.Errorf("SET GLOBAL innodb_fill_factor = %d (one row per page needs it while the keys are built; grant SUPER or SYSTEM_VARIABLES_ADMIN): %w", b.fillFactor, err)
+		return none, fmt.Errorf("SET GLOBAL innodb_fill_factor = %d (one row per page needs it while the keys are built; grant SUPER or SYSTEM_VARIABLES_ADMIN): %w", b.fillFactor, err)
 	}
-	return func() {
-		c.Exec(context.WithoutCancel(ctx), fmt.Sprintf("SET GLOBAL innodb_fill_factor = %d", was))
+	return func() error {
+		set := fmt.Sprintf("SET GLOBAL innodb_fill_factor = %d", was)
+		if _, err := c.Exec(context.WithoutCancel(ctx), set); err != nil {
+			return fmt.Errorf("innodb_fill_factor is still %d on the server after the key builds (run %s): %w", b.fillFactor, set, err)
+		}
+		return nil
 	}, nil
 }
 

@@ -204,7 +204,9 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 		return err
 	}
 	err = workload.RunUnits(ctx, env, idx)
-	restore()
+	if rerr := restore(); err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return err
 	}
