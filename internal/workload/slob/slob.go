@@ -204,8 +204,10 @@ func (s *Slob) Load(ctx context.Context, env *workload.LoadEnv) error {
 		return err
 	}
 	err = workload.RunUnits(ctx, env, idx)
-	if rerr := restore(); err == nil {
+	if rerr := restore(); rerr != nil && err == nil {
 		err = rerr
+	} else if rerr != nil {
+		err = fmt.Errorf("%w (and %v)", err, rerr)
 	}
 	if err != nil {
 		return err
