@@ -159,3 +159,35 @@ func TestExpectedAnswersNeverHang(t *testing.T) {
 		}
 	}
 }
+
+// A server that dies mid-answer while its reader waits for expected
+// bytes wakes the reader at once (the poller reports the end of the
+// stream whatever the mark): what came is read, then the end.
+func TestExpectedAnswerServerGone(t *testing.T) {
+	c, n, s := loopPair(t)
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	defer func(d time.Duration) { expectWait = d }(expectWait)
+	expectWait = 10 * time.Second // not the dog's doing
+	n.expect.Store(1000)
+	request(t, c, s)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // the reader waits first
+		s.Write(make([]byte, 100))
+		s.Close()
+	}()
+	start := time.Now()
+	buf := make([]byte, 4096)
+	got := 0
+	var err error
+	for err == nil {
+		var k int
+		k, err = c.Read(buf)
+		got += k
+	}
+	if got != 100 || err != io.EOF {
+		t.Errorf("a server gone mid-answer: %d bytes, %v; want 100 and EOF", got, err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a server gone mid-answer was seen after %v", took)
+	}
+}

@@ -250,6 +250,8 @@ func (c countedConn) Read(b []byte) (int, error) {
 	rerr := c.raw.Read(func(fd uintptr) bool {
 		for {
 			if first {
+				// Once a Read: when the poller wakes the reader again
+				// after the dog lowered the mark, it stays lowered.
 				first = false
 				if c.n.lowat.Load() != want && unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, int(want)) == nil {
 					c.n.lowat.Store(want)

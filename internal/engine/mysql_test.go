@@ -433,4 +433,24 @@ func TestMySQLBatchesOverTCP(t *testing.T) {
 	if slowest > 2*time.Second {
 		t.Errorf("the slowest batch took %v", slowest)
 	}
+
+	// A batch whose answer's size is known stalls halfway (the server
+	// sleeps): it returns when its context ends, the connection lost.
+	var one, slept int64
+	sleep := func(secs int) error {
+		var b Batch
+		b.QueryRow("SELECT $1", []any{&one}, 1)
+		b.QueryRow("SELECT SLEEP($1)", []any{&slept}, secs)
+		bctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		return c.SendBatch(bctx, &b)
+	}
+	if err := sleep(0); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = sleep(30)
+	if took := time.Since(start); err == nil || took > 5*time.Second || !c.Lost() {
+		t.Errorf("a stalled batch with a known answer size: %v after %v, lost %v", err, took, c.Lost())
+	}
 }
