@@ -14,12 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/go-sql-driver/mysql"
-	"golang.org/x/sys/unix"
 )
 
 // The driver's own log lines (a write to a closed socket) would reach the
@@ -138,7 +135,7 @@ func openMySQL(raw string) (*Target, error) {
 				return nil, errors.New(mysqlConnectMessage(err))
 			}
 		}
-		return &mysqlConn{c: c, stmts: map[string]*mysqlStmt{}, net: n, prepare: app == "", multi: app == ""}, nil
+		return &mysqlConn{c: c, stmts: map[string]*mysqlStmt{}, net: n, w: watch{n: n}, prepare: app == "", multi: app == ""}, nil
 	}
 	return t, nil
 }
@@ -160,192 +157,6 @@ func mysqlConnectMessage(err error) string {
 	return oneLine(err)
 }
 
-// netCounts counts a connection's round trips at the socket: a write that
-// follows a read (or comes first) starts one. It also keeps its reader's
-// state: answering is set once the answer to the last request began to
-// arrive, got counts that answer's bytes so far, and expect, when above
-// 0, is the least the answer will have (its sender's estimate).
-type netCounts struct {
-	trips     atomic.Int64
-	writing   atomic.Bool
-	answering atomic.Bool
-	got       atomic.Int64
-	expect    atomic.Int64
-	// tcp: SO_RCVLOWAT holds the poller's wake-up back (not on a unix
-	// socket, whose poll ignores it); lowat is the socket's, dog lowers it
-	// to one byte expectWait into a wait for expected bytes.
-	tcp   bool
-	lowat atomic.Int32
-	dog   *time.Timer
-}
-
-type netCountsKey struct{}
-
-type countedConn struct {
-	net.Conn
-	n   *netCounts
-	raw syscall.RawConn // nil: reads go through net.Conn
-}
-
-func (c countedConn) Write(b []byte) (int, error) {
-	c.n.answering.Store(false)
-	if !c.n.writing.Swap(true) {
-		c.n.trips.Add(1)
-		c.n.got.Store(0)
-	}
-	return c.Conn.Write(b)
-}
-
-// answerWait is how long a session's reader waits in its thread for the
-// rest of an answer that began to arrive, before it leaves the wait to
-// Go's network poller.
-const answerWait = time.Millisecond
-
-// expectWait is how long the poller waits for an answer's expected
-// bytes before it wakes the reader at the first one: an answer shorter
-// than its estimate, or one still being made, is then read as it comes.
-// A variable for the tests.
-var expectWait = 2 * time.Millisecond
-
-// Read reads what the server sent. MySQL and MariaDB send each result
-// set and each statement's OK of a batch as soon as it is made, so one
-// answer arrives in many pieces, tens of microseconds apart; through Go's
-// network poller each piece costs the session a park and a wake-up, and
-// the runtime another processor spinning for work (two thirds of the
-// client's CPU in a profile of order-entry).
-//
-// When the sender knows how many bytes the answer will at least have (a
-// batch: the least its text's answers had), a TCP socket's SO_RCVLOWAT
-// holds the poller's wake-up until they are there, so the session wakes
-// once for most of the answer; expectWait into the wait the mark drops to
-// one byte. Otherwise, once an answer began to arrive, the reader waits
-// for its next piece in its own thread, as a C client does: the socket is
-// a blocking one whose reads and writes give up after answerWait
-// (SO_RCVTIMEO, SO_SNDTIMEO), so one read(2) both waits and reads. The
-// wait for an answer's first byte (the server's work, a lock) is a read
-// that does not block (MSG_DONTWAIT) and then the poller, as is any wait
-// past answerWait: the poller keeps deadlines and Close.
-//
-// Measured on order-entry over loopback TCP (8 sessions, MariaDB 10.11,
-// four interleaved rounds of 20 s): the expected bytes 377-452 µs of
-// client CPU per transaction at 1,282-1,489 transactions/s (New-Order p99
-// 20-24 ms), against 461-600 µs at 1,005-1,104 (28-41 ms) with the
-// blocking read alone; that against waiting with ppoll(2) and then
-// reading, on a unix socket, 433-464 against 577-584 µs.
-func (c countedConn) Read(b []byte) (int, error) {
-	c.n.writing.Store(false)
-	if c.raw == nil {
-		return c.Conn.Read(b)
-	}
-	var n int
-	var err error
-	answering := c.n.answering.Load()
-	want := int32(1)
-	if e := c.n.expect.Load(); e > 0 && c.n.tcp {
-		// At most 64 KB: a larger mark would also grow the socket's
-		// receive buffer.
-		want = int32(min(max(e-c.n.got.Load(), 1), int64(len(b)), 1<<16))
-	}
-	expecting, armed, first := want > 1, false, true
-	rerr := c.raw.Read(func(fd uintptr) bool {
-		for {
-			if first {
-				// Once a Read: when the poller wakes the reader again
-				// after the dog lowered the mark, it stays lowered.
-				first = false
-				if c.n.lowat.Load() != want && unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, int(want)) == nil {
-					c.n.lowat.Store(want)
-				}
-			}
-			if answering && !expecting {
-				// The socket blocks, at most answerWait (SO_RCVTIMEO).
-				n, err = unix.Read(int(fd), b)
-			} else {
-				// recvfrom(2) itself: unix.Recvfrom would also decode the
-				// peer's address (a unix socket's path) on every read. It
-				// takes what is there, SO_RCVLOWAT or not.
-				r, _, e := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT, 0, 0)
-				n, err = int(r), nil
-				if e != 0 {
-					n, err = 0, e
-				}
-			}
-			switch err {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				if expecting && !armed {
-					armed = true
-					c.n.dog.Reset(expectWait)
-				}
-				return false // the poller waits
-			}
-			return true
-		}
-	})
-	if armed {
-		c.n.dog.Stop()
-	}
-	switch {
-	case rerr != nil:
-		return 0, rerr
-	case err != nil:
-		return 0, &net.OpError{Op: "read", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", err)}
-	case n == 0 && len(b) > 0:
-		return 0, io.EOF
-	}
-	c.n.answering.Store(true)
-	c.n.got.Add(int64(n))
-	return n, nil
-}
-
-func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	if n, ok := ctx.Value(netCountsKey{}).(*netCounts); ok {
-		cc := countedConn{Conn: c, n: n}
-		if sc, ok := c.(syscall.Conn); ok {
-			cc.raw, _ = sc.SyscallConn()
-		}
-		if cc.raw != nil {
-			var serr error
-			cerr := cc.raw.Control(func(fd uintptr) {
-				tv := unix.NsecToTimeval(int64(answerWait))
-				if serr = unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); serr == nil {
-					serr = unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
-				}
-				if serr == nil {
-					serr = unix.SetNonblock(int(fd), false)
-				}
-			})
-			if cerr != nil || serr != nil {
-				cc.raw = nil
-			}
-		}
-		if cc.raw != nil && strings.HasPrefix(network, "tcp") {
-			// The dog holds the connection's descriptor through Control:
-			// once it is closed, the call does nothing.
-			n.tcp = true
-			n.lowat.Store(1) // the socket's default
-			raw := cc.raw
-			n.dog = time.AfterFunc(time.Hour, func() {
-				// The mark's record first, then the mark: the reader, which
-				// may run now (this call wakes it), sets the mark and then
-				// its record, so the record is never below the socket's mark
-				// (a mark left above it would hold the next answer back).
-				n.lowat.Store(1)
-				raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, 1) })
-			})
-			n.dog.Stop()
-		}
-		return cc, nil
-	}
-	return c, nil
-}
-
 // mysqlConn is one session. Statements are written with $1 placeholders
 // and rewritten once per text (mysqlStmt).
 type mysqlConn struct {
@@ -358,6 +169,7 @@ type mysqlConn struct {
 	texts   map[string]*mysqlStmt // batches' statements, never prepared
 	text    []byte                // a batch's text and arguments, reused
 	answers map[uint64]int64      // the least answer to a batch text (its hash), in bytes
+	w       watch                 // ends a command when its context ends
 	args    []any
 	named   []driver.NamedValue
 	lost    bool
@@ -551,37 +363,77 @@ func (m *mysqlConn) query(ctx context.Context, s *mysqlStmt, args []any) (*sql.R
 	return m.c.QueryContext(ctx, s.text, a...)
 }
 
+// finish ends a command begun with m.w.begin(ctx) and returns its
+// error: ctx's when ctx ended, as the driver's own watch returned it.
+func (m *mysqlConn) finish(ctx context.Context, err error) error {
+	m.w.end()
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return m.fail(err)
+}
+
 func (m *mysqlConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	m.n.Add(1)
-	s, err := m.stmt(ctx, query)
+	qctx, err := m.w.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
-	res, err := m.exec(ctx, s, args)
+	s, err := m.stmt(qctx, query)
 	if err != nil {
-		return 0, m.fail(err)
+		return 0, m.finish(ctx, err)
 	}
+	res, err := m.exec(qctx, s, args)
+	if err != nil {
+		return 0, m.finish(ctx, err)
+	}
+	m.w.end()
 	return res.RowsAffected()
 }
 
 func (m *mysqlConn) Query(ctx context.Context, query string, args ...any) (Rows, error) {
 	m.n.Add(1)
-	s, err := m.stmt(ctx, query)
+	qctx, err := m.w.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
+	s, err := m.stmt(qctx, query)
+	if err != nil {
+		return nil, m.finish(ctx, err)
+	}
 	if s.update {
-		if _, err := m.exec(ctx, s, args); err != nil {
-			return nil, m.fail(err)
+		if _, err := m.exec(qctx, s, args); err != nil {
+			return nil, m.finish(ctx, err)
 		}
 		m.n.Add(1)
 		s = s.then
 	}
-	r, err := m.query(ctx, s, args)
+	r, err := m.query(qctx, s, args)
 	if err != nil {
-		return nil, m.fail(err)
+		return nil, m.finish(ctx, err)
 	}
-	return sqlRows{r}, nil
+	return mysqlRows{sqlRows{r}, m, ctx}, nil
+}
+
+// mysqlRows are a query's rows, read as part of its command: the
+// command ends when they are closed.
+type mysqlRows struct {
+	sqlRows
+	m   *mysqlConn
+	ctx context.Context
+}
+
+func (r mysqlRows) Err() error {
+	err := r.r.Err()
+	if err != nil && r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	return err
+}
+
+func (r mysqlRows) Close() {
+	r.r.Close()
+	r.m.w.end()
 }
 
 func (m *mysqlConn) QueryRow(ctx context.Context, query string, args ...any) Row {
@@ -611,24 +463,32 @@ func (m *mysqlConn) Begin(ctx context.Context, mode TxMode) error {
 	if mode == ReadOnly {
 		q = "START TRANSACTION READ ONLY"
 	}
-	m.n.Add(1)
-	_, err := m.c.ExecContext(ctx, q)
+	err := m.plain(ctx, q)
 	m.inTx = err == nil
-	return m.fail(err)
+	return err
 }
 
 func (m *mysqlConn) Commit(ctx context.Context) error {
-	m.n.Add(1)
-	_, err := m.c.ExecContext(ctx, "COMMIT")
+	err := m.plain(ctx, "COMMIT")
 	m.inTx = false
-	return m.fail(err)
+	return err
 }
 
 func (m *mysqlConn) Rollback(ctx context.Context) error {
-	m.n.Add(1)
-	_, err := m.c.ExecContext(ctx, "ROLLBACK")
+	err := m.plain(ctx, "ROLLBACK")
 	m.inTx = false
-	return m.fail(err)
+	return err
+}
+
+// plain sends a statement of no arguments as text.
+func (m *mysqlConn) plain(ctx context.Context, q string) error {
+	m.n.Add(1)
+	qctx, err := m.w.begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = m.c.ExecContext(qctx, q)
+	return m.finish(ctx, err)
 }
 
 // mysqlMaxParams stays under the 65,535 placeholders a prepared statement
@@ -655,5 +515,6 @@ func (m *mysqlConn) Close() error {
 			}
 		}
 	}
+	m.w.close()
 	return m.c.Close() // the pool keeps no idle connection: this closes it
 }

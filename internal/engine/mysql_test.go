@@ -314,6 +314,82 @@ func TestMySQLServerFrozenThenKilled(t *testing.T) {
 	}
 }
 
+// A session's commands are stopped by the end of their own context only
+// (the driver is handed contexts that never end; the socket's deadline
+// stops a command instead): a context that ends between commands, even
+// as the next one starts under another, leaves that command alone; a
+// context already ended sends nothing; one that ends mid-command stops
+// it at once with its own error.
+func TestMySQLContextEndsOnlyItsCommand(t *testing.T) {
+	inst := mariaDB(t)
+	tg, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	ctx := context.Background()
+	c, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var one int64
+	for i := range 200 {
+		// Each context ends right after its command, its watcher's
+		// callback running in a goroutine of its own while the next
+		// command (under the next context, or one that never ends) runs.
+		cctx, cancel := context.WithCancel(ctx)
+		if err := c.QueryRow(cctx, "SELECT $1", 1).Scan(&one); err != nil {
+			t.Fatalf("command %d: %v", i, err)
+		}
+		cancel()
+		next := ctx
+		if i%2 == 0 {
+			var stop context.CancelFunc
+			next, stop = context.WithTimeout(ctx, 10*time.Second)
+			defer stop()
+		}
+		var b Batch
+		b.Exec("DO SLEEP(0.001)")
+		b.QueryRow("SELECT $1", []any{&one}, 2)
+		if err := c.SendBatch(next, &b); err != nil || one != 2 {
+			t.Fatalf("command after a context ended, %d: %v (%d)", i, err, one)
+		}
+	}
+	// A session's long-lived context ends while it is idle in a
+	// transaction: its rollback, under a context that does not end, runs.
+	sctx, cancel := context.WithCancel(ctx)
+	if err := c.Begin(sctx, ReadWrite); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	time.Sleep(10 * time.Millisecond) // the watcher's callback has run
+	trips := c.RoundTrips()
+	if _, err := c.Exec(sctx, "SELECT 1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a command under an ended context: %v, want context.Canceled", err)
+	}
+	if got := c.RoundTrips() - trips; got != 0 {
+		t.Errorf("a command under an ended context made %d round trips", got)
+	}
+	if err := c.Rollback(context.WithoutCancel(sctx)); err != nil || c.Lost() {
+		t.Errorf("rollback after the session's context ended: %v (lost %v)", err, c.Lost())
+	}
+	// A context that ends mid-command stops it with its own error.
+	dctx, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	t0 := time.Now()
+	rows, err := c.Query(dctx, "SELECT SLEEP(30)")
+	if err == nil {
+		for rows.Next() {
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	if took := time.Since(t0); !errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second || !c.Lost() {
+		t.Errorf("a query whose context ended: %v after %v (lost %v)", err, took, c.Lost())
+	}
+}
+
 // A batch whose answer stops halfway (the first result came, the next is
 // not made: a server stalled mid-answer, as the reader waits for it in its
 // own thread) returns when its context ends, the connection marked lost,
@@ -432,6 +508,21 @@ func TestMySQLBatchesOverTCP(t *testing.T) {
 	}
 	if slowest > 2*time.Second {
 		t.Errorf("the slowest batch took %v", slowest)
+	}
+
+	// A request larger than the socket's buffers (tcp_wmem's largest is
+	// 4 MB) is sent whole: the sends that do not block wait in the poller
+	// when the buffer is full.
+	big := strings.Repeat("x", 12<<20)
+	var size, two int64
+	var b Batch
+	b.QueryRow("SELECT LENGTH($1)", []any{&size}, big)
+	b.QueryRow("SELECT 2", []any{&two})
+	if err := c.SendBatch(ctx, &b); err != nil || size != int64(len(big)) || two != 2 {
+		t.Errorf("a batch of 12 MB: %v (length %d, %d)", err, size, two)
+	}
+	if err := c.QueryRow(ctx, "SELECT LENGTH($1)", big).Scan(&size); err != nil || size != int64(len(big)) {
+		t.Errorf("a prepared statement's 12 MB argument: %v (length %d)", err, size)
 	}
 
 	// A batch whose answer's size is known stalls halfway (the server

@@ -34,6 +34,10 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 		return err
 	}
 	text := string(m.text) // the driver keeps no reference to it past the call
+	qctx, err := m.w.begin(ctx)
+	if err != nil {
+		return err
+	}
 	// Only a TCP socket's reader waits for expected bytes: on a unix
 	// socket the text is not hashed nor its answers kept.
 	var key uint64
@@ -46,9 +50,9 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 		}
 	}
 	if queries == 0 {
-		err = m.batchExec(ctx, b, text)
+		err = m.batchExec(qctx, b, text)
 	} else {
-		err = m.batchQuery(ctx, b, text, queries)
+		err = m.batchQuery(qctx, b, text, queries)
 	}
 	m.net.expect.Store(0)
 	if got := m.net.got.Load(); m.net.tcp && err == nil && (!known || got < least) {
@@ -59,7 +63,7 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 	}
 	clear(m.args)
 	m.args = m.args[:0]
-	return m.fail(err)
+	return m.finish(ctx, err)
 }
 
 // answerSeed keys the answers' sizes by their batch's text. A batch's
