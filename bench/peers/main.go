@@ -108,6 +108,9 @@ type driver struct {
 	load func(ctx context.Context) *exec.Cmd
 	// run runs the workload for d in all.
 	run func(ctx context.Context, d time.Duration) *exec.Cmd
+	// trips, when set, reads the round trips per transaction the driver
+	// counted itself at its sockets (dbparity's, which sends with send(2)).
+	trips func() (float64, error)
 }
 
 const (
@@ -276,6 +279,7 @@ type point struct {
 type sample struct {
 	a, b  point
 	share float64
+	trips float64 // the driver's own count of round trips per transaction; 0: not counted
 }
 
 // txs is the driver's transactions in the window: for a TPC-C-like
@@ -307,6 +311,7 @@ func (s sample) serverPerTx() float64 {
 	return float64((s.b.serverCPU - s.a.serverCPU).Microseconds()) / s.txs()
 }
 func (s sample) writesPerTx() float64   { return float64(s.b.writes-s.a.writes) / s.txs() }
+func (s sample) roundTrips() float64    { return s.trips }
 func (s sample) requestsPerTx() float64 { return float64(s.b.requests-s.a.requests) / s.txs() }
 
 // serverPerDriverTx is how many transactions the server counted for each
@@ -390,6 +395,11 @@ func (b *bench) measure(ctx context.Context, d driver) (sample, error) {
 	}
 	if s.txs() <= 0 {
 		return s, fmt.Errorf("the server counted no transactions in the window: %s", tail(out.Bytes()))
+	}
+	if d.trips != nil {
+		if s.trips, err = d.trips(); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }

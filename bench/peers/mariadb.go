@@ -156,7 +156,8 @@ func (m *myServer) settle(ctx context.Context) error {
 func (m *myServer) notes() []string {
 	return []string{
 		"writes: the client's write system calls per transaction, a round trip at least one; libmariadb (sysbench, HammerDB)",
-		"sends with send(), which /proc/PID/io does not count. statements: the server's Questions per transaction (statements",
+		"sends with send(), which /proc/PID/io does not count; dbparity's (counted): the round trips it counts at its sockets",
+		"(it sends with send() too). statements: the server's Questions per transaction (statements",
 		"and prepared-statement executions the clients sent; not those inside procedures, nor prepares and closes).",
 		"transactions: a TPC-C-like driver's committed New-Orders (its orders table's new rows) / their share of its mix",
 		"(44.55%: 45% less 1% rolled back; sysbench-tpcc's 43.0%: 10 of 23, less 1%); sysbench's from the server's",

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbparity/dbparity/internal/engine/managed"
+	"github.com/dbparity/dbparity/internal/result"
 )
 
 // pgServer is a managed PostgreSQL: pgbench, go-tpc, BenchBase and
@@ -87,7 +88,8 @@ func (p *pgServer) rows(ctx context.Context, db, table string) (int64, error) {
 func (p *pgServer) notes() []string {
 	return []string{
 		"writes: the client's write system calls per transaction, a round trip at least one; libpq sends with send(),",
-		"which /proc/PID/io does not count (pgbench's tpcb-like script makes 7 round trips a transaction).",
+		"which /proc/PID/io does not count (pgbench's tpcb-like script makes 7 round trips a transaction); dbparity's",
+		"(counted): the round trips it counts at its sockets.",
 		"transactions: a TPC-C-like driver's committed New-Orders (its orders table's new rows) / 44.55% (45% of the mix,",
 		"1% rolled back); pgbench's from the server; server transactions/tx: how many the server counted for each",
 	}
@@ -233,6 +235,13 @@ func dbparityDrivers(b *bench, bin, oe string) []driver {
 					"--duration", d.String(), "--warmup", "0s", "--mode", mode, "--no-collect", "--force",
 					"--out", filepath.Join(b.dir, "run.json")}, extra...)...)
 			}}
+		d.trips = func() (float64, error) {
+			r, err := result.Read(filepath.Join(b.dir, "run.json"))
+			if err != nil {
+				return 0, err
+			}
+			return r.Summarize().RoundTripsPerTx, nil
+		}
 		if mode == "procedures" {
 			d.kind = kindProcedures
 		} else if len(extra) == 0 {
