@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log"
 	"net"
@@ -170,8 +171,7 @@ type mysqlConn struct {
 	text    []byte                // a batch's text and arguments, reused
 	answers map[uint64]int64      // the least answer to a batch text (its hash), in bytes
 	w       watch                 // ends a command when its context ends
-	args    []any
-	named   []driver.NamedValue
+	key     maphash.Hash          // a batch's statement texts, for answers
 	lost    bool
 	inTx    bool
 }
@@ -185,6 +185,7 @@ type mysqlStmt struct {
 	text   string
 	n      int   // $N placeholders: the arguments it takes (0: pass all, for ? texts)
 	order  []int // order[i] is the $N (from 1) of the i-th ?; nil: $1..$n in order
+	marks  []int // where each ? is in text, for a batch's values
 	st     *sql.Stmt
 	then   *mysqlStmt // the SELECT of a split UPDATE ... RETURNING
 	update bool       // this is the UPDATE of a split
@@ -231,10 +232,11 @@ func preparable(q string) bool {
 	return false
 }
 
-// rebindQuestion turns $N placeholders (outside quotes) into ?.
+// rebindQuestion turns $N placeholders (outside quotes) into ?, and
+// notes where each ? outside quotes is.
 func rebindQuestion(q string) *mysqlStmt {
 	var b strings.Builder
-	var order []int
+	var order, marks []int
 	inOrder := true
 	inStr := false
 	for i := 0; i < len(q); i++ {
@@ -242,10 +244,14 @@ func rebindQuestion(q string) *mysqlStmt {
 		if ch == '\'' {
 			inStr = !inStr
 		}
+		if !inStr && ch == '?' {
+			marks = append(marks, b.Len())
+		}
 		if inStr || ch != '$' || i+1 >= len(q) || q[i+1] < '0' || q[i+1] > '9' {
 			b.WriteByte(ch)
 			continue
 		}
+		marks = append(marks, b.Len())
 		j := i + 1
 		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
 			j++
@@ -256,7 +262,7 @@ func rebindQuestion(q string) *mysqlStmt {
 		b.WriteByte('?')
 		i = j - 1
 	}
-	s := &mysqlStmt{text: b.String(), n: len(order)}
+	s := &mysqlStmt{text: b.String(), n: len(order), marks: marks}
 	if !inOrder {
 		s.order = order
 	}

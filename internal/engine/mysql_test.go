@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -387,6 +388,76 @@ func TestMySQLContextEndsOnlyItsCommand(t *testing.T) {
 	}
 	if took := time.Since(t0); !errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second || !c.Lost() {
 		t.Errorf("a query whose context ended: %v after %v (lost %v)", err, took, c.Lost())
+	}
+}
+
+// A batch's arguments, written into its text as literals, reach the
+// server as the values they are, whatever the session's sql_mode: quotes,
+// backslashes, NUL and Ctrl-Z in strings, bytes, times, numbers, NULL; a
+// ? inside a quoted literal stays text.
+func TestMySQLBatchLiterals(t *testing.T) {
+	inst := mariaDB(t)
+	tg, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	ctx := context.Background()
+	c, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	strs := []string{"", "plain", "it's", "''", `back\slash`, `\'`, "nul\x00byte", "ctrl\x1az", "naïve 東京 🚀", "a;b -- c /* d */", "?", "$1"}
+	when := time.Date(2026, 11, 27, 1, 2, 3, 456789000, time.UTC)
+	for _, mode := range []string{"default", "NO_BACKSLASH_ESCAPES"} {
+		if mode != "default" {
+			if _, err := c.Exec(ctx, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, in := range strs {
+			var out, q string
+			var n int64
+			var bin []byte
+			var b Batch
+			b.QueryRow("SELECT $1, '?', $2", []any{&out, &q, &n}, in, 7)
+			b.QueryRow("SELECT $1", []any{&bin}, []byte(in))
+			if err := c.SendBatch(ctx, &b); err != nil {
+				t.Fatalf("%s: %q: %v", mode, in, err)
+			}
+			if out != in || string(bin) != in || q != "?" || n != 7 {
+				t.Errorf("%s: sent %q, got %q and bytes %q (%q, %d)", mode, in, out, bin, q, n)
+			}
+		}
+		var tm time.Time
+		var f, g float64
+		var i int64
+		var null *string
+		var yes bool
+		var b Batch
+		b.QueryRow("SELECT CAST($1 AS DATETIME(6)), $2 + 0, $3 + 0, $4, $5, $6", []any{&tm, &f, &g, &i, &null, &yes}, when, 0.1, -1.5e300, int64(-9223372036854775808), nil, true)
+		b.QueryRow("SELECT 1", []any{&i})
+		if err := c.SendBatch(ctx, &b); err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if !tm.Equal(when) || f != 0.1 || g != -1.5e300 || null != nil || !yes {
+			t.Errorf("%s: got %v %v %v %v %v", mode, tm, f, g, null, yes)
+		}
+	}
+	// A value no literal holds (an infinity) sends the batch's statements
+	// one after another, prepared, as lone statements go.
+	var f float64
+	var one int64
+	var b Batch
+	b.QueryRow("SELECT $1", []any{&f}, math.Inf(1))
+	b.QueryRow("SELECT 1", []any{&one})
+	trips := c.RoundTrips()
+	if err := c.SendBatch(ctx, &b); err != nil || !math.IsInf(f, 1) || one != 1 {
+		t.Errorf("an infinity sent in a batch: %v (%v, %d)", err, f, one)
+	}
+	if got := c.RoundTrips() - trips; got < 2 {
+		t.Errorf("a batch with an infinity took %d round trips, want one a statement", got)
 	}
 }
 

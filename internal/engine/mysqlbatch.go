@@ -3,20 +3,25 @@ package engine
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
 
 // SendBatch sends b's statements as one multi-statement text, the
-// arguments interpolated by the driver (which escapes them as the
-// session's sql_mode requires): one round trip, as PostgreSQL's pipeline
-// takes. The MySQL protocol has no pipeline for prepared statements, so a
-// session's batch goes as text and its lone statements stay prepared. A
-// batch of one statement, a connection of dbparity's own, or arguments
-// the driver cannot interpolate go one statement after another.
+// arguments written into it as literals (appendLiteral): one round trip,
+// as PostgreSQL's pipeline takes. The MySQL protocol has no pipeline for
+// prepared statements, so a session's batch goes as text and its lone
+// statements stay prepared. A batch of one statement, a connection of
+// dbparity's own, or an argument of a type database/sql does not take go
+// one statement after another.
 //
 // The server stops at a batch's first error, as a pipeline does. The
 // driver reports no OK packet of a text that also returns rows, so an
@@ -39,12 +44,12 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 		return err
 	}
 	// Only a TCP socket's reader waits for expected bytes: on a unix
-	// socket the text is not hashed nor its answers kept.
+	// socket the texts are not hashed nor their answers kept.
 	var key uint64
 	var least int64
 	known := false
 	if m.net.tcp {
-		key = maphash.Bytes(answerSeed, m.text)
+		key = m.key.Sum64()
 		if least, known = m.answers[key]; known {
 			m.net.expect.Store(least - least/32)
 		}
@@ -61,12 +66,11 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 		}
 		m.answers[key] = got
 	}
-	clear(m.args)
-	m.args = m.args[:0]
 	return m.finish(ctx, err)
 }
 
-// answerSeed keys the answers' sizes by their batch's text. A batch's
+// answerSeed keys the answers' sizes by their batch's statement texts
+// (their arguments aside). A batch's
 // answer will have at least 31/32 of the least its text's answers had:
 // the answers to one text differ by their rows' values (order-entry's
 // New-Order by 1-3%; an answer below the margin came in 34 batches of
@@ -74,24 +78,26 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 // counted 46,565 batches), and a shorter answer costs expectWait at most.
 var answerSeed = maphash.MakeSeed()
 
-// errNotInterpolable is a batch argument the driver cannot interpolate:
-// it would prepare the text, which a text of several statements cannot be.
+// errNotInterpolable is a batch argument appendLiteral cannot write.
 var errNotInterpolable = errors.New("argument not interpolable")
 
 // batchText writes b's statements into m.text, separated by semicolons,
-// and their arguments, as driver values, into m.args; it returns how many
-// of the statements return rows (the second half of a split UPDATE ...
-// RETURNING included).
+// their arguments in place, and hashes their texts into m.key when the
+// reader can use it (TCP); it returns how many of the statements return
+// rows (the second half of a split UPDATE ... RETURNING included).
 func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 	m.text = m.text[:0]
-	clear(m.args)
-	m.args = m.args[:0]
+	if m.net.tcp {
+		if m.key.Seed() != answerSeed {
+			m.key.SetSeed(answerSeed)
+		}
+		m.key.Reset()
+	}
 	n := int64(0)
-	add := func(text string) {
+	sep := func() {
 		if len(m.text) > 0 {
 			m.text = append(m.text, ';')
 		}
-		m.text = append(m.text, text...)
 		n++
 	}
 	inTx := false
@@ -99,10 +105,11 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 		it := &b.items[i]
 		it.NoRows, it.Affected = false, -1
 		if it.begin != nil {
+			sep()
 			if *it.begin == ReadOnly {
-				add("START TRANSACTION READ ONLY")
+				m.text = append(m.text, "START TRANSACTION READ ONLY"...)
 			} else {
-				add("START TRANSACTION")
+				m.text = append(m.text, "START TRANSACTION"...)
 			}
 			inTx = true
 			continue
@@ -113,16 +120,30 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 			if err != nil {
 				return 0, fmt.Errorf("statement %d of the batch: %w", i+1, err)
 			}
-			add(p.text)
-			for _, v := range a {
+			if len(a) != len(p.marks) {
+				return 0, fmt.Errorf("statement %d of the batch: %d arguments for %d placeholders", i+1, len(a), len(p.marks))
+			}
+			sep()
+			if m.net.tcp {
+				m.key.WriteString(p.text)
+				m.key.WriteByte(0)
+			}
+			at := 0
+			for k, v := range a {
+				m.text = append(m.text, p.text[at:p.marks[k]]...)
 				// As database/sql converts them: pointers followed, integers
-				// widened; what is left is a type the driver interpolates.
+				// widened; what is left is one of driver.Value's types.
 				dv, err := driver.DefaultParameterConverter.ConvertValue(v)
 				if err != nil {
 					return 0, errNotInterpolable
 				}
-				m.args = append(m.args, dv)
+				var ok bool
+				if m.text, ok = appendLiteral(m.text, dv); !ok {
+					return 0, errNotInterpolable
+				}
+				at = p.marks[k] + 1
 			}
+			m.text = append(m.text, p.text[at:]...)
 		}
 		if it.Dest != nil || it.Each != nil {
 			queries++
@@ -131,6 +152,58 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 	m.n.Add(n)
 	m.inTx = m.inTx || inTx
 	return queries, nil
+}
+
+// appendLiteral appends v, a driver.Value, to b as an SQL literal that
+// reads the same whatever the session's sql_mode: a string in quotes, its
+// quotes doubled, or, when it holds a backslash (an escape unless
+// NO_BACKSLASH_ESCAPES), a NUL or a Ctrl-Z, as hexadecimal in utf8mb4;
+// bytes as hexadecimal; a time as go-sql-driver writes one (UTC, the
+// sessions' time zone). ok is false for a value it cannot write (NaN, an
+// infinity, another type).
+func appendLiteral(b []byte, v any) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "NULL"...), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return b, false
+		}
+		return strconv.AppendFloat(b, v, 'g', -1, 64), true
+	case bool:
+		if v {
+			return append(b, '1'), true
+		}
+		return append(b, '0'), true
+	case string:
+		if strings.ContainsAny(v, "\\\x00\x1a") {
+			b = append(b, "_utf8mb4 X'"...)
+			return append(hex.AppendEncode(b, []byte(v)), '\''), true
+		}
+		b = append(b, '\'')
+		for i := 0; i < len(v); i++ {
+			if v[i] == '\'' {
+				b = append(b, '\'')
+			}
+			b = append(b, v[i])
+		}
+		return append(b, '\''), true
+	case []byte:
+		if v == nil {
+			return append(b, "NULL"...), true
+		}
+		b = append(b, "X'"...)
+		return append(hex.AppendEncode(b, v), '\''), true
+	case time.Time:
+		if v.IsZero() {
+			return append(b, "'0000-00-00'"...), true
+		}
+		b = append(b, '\'')
+		return append(v.In(time.UTC).AppendFormat(b, "2006-01-02 15:04:05.999999"), '\''), true
+	}
+	return b, false
 }
 
 // textStmt is query rewritten for MySQL, never prepared: a batch's
@@ -152,19 +225,10 @@ func (m *mysqlConn) textStmt(query string) *mysqlStmt {
 func (m *mysqlConn) batchExec(ctx context.Context, b *Batch, text string) error {
 	return m.c.Raw(func(dc any) error {
 		ex, ok := dc.(driver.ExecerContext)
-		check, ok2 := dc.(driver.NamedValueChecker)
-		if !ok || !ok2 {
+		if !ok {
 			return errors.New("the MySQL driver cannot execute a batch") // not go-sql-driver/mysql
 		}
-		m.named = m.named[:0]
-		for i, a := range m.args {
-			m.named = append(m.named, driver.NamedValue{Ordinal: i + 1, Value: a})
-			if err := check.CheckNamedValue(&m.named[i]); err != nil {
-				return err
-			}
-		}
-		res, err := ex.ExecContext(ctx, text, m.named)
-		clear(m.named)
+		res, err := ex.ExecContext(ctx, text, nil)
 		if err != nil {
 			return fmt.Errorf("batch of %d statements: %w", len(b.items), err)
 		}
@@ -193,7 +257,7 @@ func (m *mysqlConn) batchExec(ctx context.Context, b *Batch, text string) error 
 // their result sets in order: the driver passes over the results without
 // rows (a BEGIN's, an Exec's), so the n-th result set is the n-th query's.
 func (m *mysqlConn) batchQuery(ctx context.Context, b *Batch, text string, queries int) error {
-	rows, err := m.c.QueryContext(ctx, text, m.args...)
+	rows, err := m.c.QueryContext(ctx, text)
 	if err != nil {
 		return fmt.Errorf("batch of %d statements: %w", len(b.items), err)
 	}
