@@ -69,13 +69,13 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 	return m.finish(ctx, err)
 }
 
-// answerSeed keys the answers' sizes by their batch's statement texts
-// (their arguments aside). A batch's
-// answer will have at least 31/32 of the least its text's answers had:
-// the answers to one text differ by their rows' values (order-entry's
-// New-Order by 1-3%; an answer below the margin came in 34 batches of
-// a 20 s run of about 26,000 transactions, where a run of that length
-// counted 46,565 batches), and a shorter answer costs expectWait at most.
+// answerSeed keys the answers' sizes by their batch's statement texts,
+// their arguments aside. A batch's answer will have at least 31/32 of the
+// least its texts' answers had: the answers differ by their rows' values
+// (order-entry's New-Order by 1-3%; an answer below the margin came in 34
+// batches of a 20 s run of about 26,000 transactions, where a run of that
+// length counted 46,565 batches), and a shorter answer costs expectWait
+// at most.
 var answerSeed = maphash.MakeSeed()
 
 // errNotInterpolable is a batch argument appendLiteral cannot write.
@@ -106,10 +106,14 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 		it.NoRows, it.Affected = false, -1
 		if it.begin != nil {
 			sep()
+			q := "START TRANSACTION"
 			if *it.begin == ReadOnly {
-				m.text = append(m.text, "START TRANSACTION READ ONLY"...)
-			} else {
-				m.text = append(m.text, "START TRANSACTION"...)
+				q = "START TRANSACTION READ ONLY"
+			}
+			m.text = append(m.text, q...)
+			if m.net.tcp {
+				m.key.WriteString(q)
+				m.key.WriteByte(0)
 			}
 			inTx = true
 			continue
