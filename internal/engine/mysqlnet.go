@@ -108,8 +108,7 @@ type watch struct {
 	quiet context.Context // ctx without its end, for the driver
 	stop  func() bool
 	mu    sync.Mutex
-	busy  bool            // a command runs
-	cur   context.Context // under this context (nil: none that ends)
+	cur   context.Context // the context of the command running (nil: none, or one that never ends)
 	cut   bool            // the socket's deadline was set
 }
 
@@ -135,8 +134,8 @@ func (w *watch) begin(ctx context.Context) (context.Context, error) {
 	return w.quiet, nil
 }
 
-// enter marks a command under ctx (nil: one that no end of a context
-// stops) running.
+// enter marks a command under ctx running (nil: one that no end of a
+// context stops).
 func (w *watch) enter(ctx context.Context) {
 	w.mu.Lock()
 	if w.cut && w.n.conn != nil {
@@ -145,14 +144,14 @@ func (w *watch) enter(ctx context.Context) {
 		w.n.conn.SetDeadline(time.Time{})
 		w.cut = false
 	}
-	w.busy, w.cur = true, ctx
+	w.cur = ctx
 	w.mu.Unlock()
 }
 
 // end ends the command begun.
 func (w *watch) end() {
 	w.mu.Lock()
-	w.busy = false
+	w.cur = nil
 	w.mu.Unlock()
 }
 
@@ -161,7 +160,7 @@ func (w *watch) end() {
 // closing the connection. A command under a later context is not its.
 func (w *watch) expire(ctx context.Context) {
 	w.mu.Lock()
-	if w.busy && w.cur == ctx && w.n.conn != nil {
+	if w.cur == ctx && w.n.conn != nil {
 		w.n.conn.SetDeadline(time.Unix(1, 0))
 		w.cut = true
 	}
