@@ -26,7 +26,8 @@ type BatchItem struct {
 	// Each, when set, is called for every row (a Query).
 	Each func(Rows) error
 	// Affected is the rows an Exec changed; -1 where the dialect does not
-	// report it (MySQL's batch that also returns rows: mysqlConn.SendBatch).
+	// report it (MySQL's batch that also returns rows, read by the driver:
+	// mysqlConn.SendBatch).
 	Affected int64
 	// begin opens a transaction in this mode (Begin).
 	begin *TxMode

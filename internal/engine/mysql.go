@@ -82,6 +82,10 @@ func openMySQL(raw string) (*Target, error) {
 	cfg.InterpolateParams = true
 	cfg.ClientFoundRows = true // rows matched, as PostgreSQL counts an UPDATE
 	cfg.DialFunc = dialCounted
+	// Where the socket's bytes are the protocol's own (no TLS, no
+	// compression) and the driver keeps no timeouts on it, dbparity reads
+	// a batch's answer itself (myWire).
+	wire := cfg.TLS == nil && !strings.Contains(cfg.FormatDSN(), "compress=true") && cfg.ReadTimeout == 0 && cfg.WriteTimeout == 0
 	flavor := strings.ToLower(u.Scheme)
 	t := &Target{Dialect: MySQL, URL: shown, Settings: map[string]string{"flavor": flavor}, myConfig: cfg}
 	t.host = u.Hostname()
@@ -136,7 +140,11 @@ func openMySQL(raw string) (*Target, error) {
 				return nil, errors.New(mysqlConnectMessage(err))
 			}
 		}
-		return &mysqlConn{c: c, stmts: map[string]*mysqlStmt{}, net: n, w: watch{n: n}, prepare: app == "", multi: app == ""}, nil
+		m := &mysqlConn{c: c, stmts: map[string]*mysqlStmt{}, net: n, w: watch{n: n}, prepare: app == "", multi: app == ""}
+		if wire && n.cc.n != nil {
+			m.wire = &myWire{conn: n.cc, maxPacket: cfg.MaxAllowedPacket}
+		}
+		return m, nil
 	}
 	return t, nil
 }
@@ -172,6 +180,7 @@ type mysqlConn struct {
 	answers map[uint64]int64      // the least answer to a batch text (its hash), in bytes
 	w       watch                 // ends a command when its context ends
 	key     maphash.Hash          // a batch's statement texts, for answers
+	wire    *myWire               // the socket's own reader, nil where the driver reads every answer
 	lost    bool
 	inTx    bool
 }
@@ -189,6 +198,7 @@ type mysqlStmt struct {
 	st     *sql.Stmt
 	then   *mysqlStmt // the SELECT of a split UPDATE ... RETURNING
 	update bool       // this is the UPDATE of a split
+	call   bool       // a CALL, whose result sets are its procedure's
 }
 
 func (m *mysqlConn) stmt(ctx context.Context, query string) (*mysqlStmt, error) {
@@ -262,7 +272,8 @@ func rebindQuestion(q string) *mysqlStmt {
 		b.WriteByte('?')
 		i = j - 1
 	}
-	s := &mysqlStmt{text: b.String(), n: len(order), marks: marks}
+	verb, _, _ := strings.Cut(strings.TrimSpace(q), " ")
+	s := &mysqlStmt{text: b.String(), n: len(order), marks: marks, call: strings.EqualFold(verb, "CALL")}
 	if !inOrder {
 		s.order = order
 	}
@@ -493,7 +504,18 @@ func (m *mysqlConn) plain(ctx context.Context, q string) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.c.ExecContext(qctx, q)
+	if m.wire != nil {
+		m.text = append(append(m.text[:0], make([]byte, myHeader)...), q...)
+		err = m.wireRun(func(c *myWire) error {
+			_, _, err := c.result()
+			if err == nil {
+				err = c.drain()
+			}
+			return err
+		})
+	} else {
+		_, err = m.c.ExecContext(qctx, q)
+	}
 	return m.finish(ctx, err)
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/engine/managed"
+	"github.com/go-sql-driver/mysql"
 )
 
 // mariaDB starts a managed MariaDB for the test, or skips (fails under
@@ -173,8 +175,10 @@ func TestMySQLSession(t *testing.T) {
 	var when time.Time
 	at := time.Date(2026, 11, 26, 10, 11, 12, 345678000, time.UTC)
 	b.QueryRow("SELECT $1, CAST($2 AS DATETIME(6))", []any{&null, &when}, nil, at)
-	if err := c.SendBatch(ctx, &b); err != nil || bal != 4 || b.Item(one+1).Affected != -1 {
-		t.Errorf("batch: %v %v %+v", bal, err, b.Item(one+1))
+	// Each statement's count of rows is known, queries among them or not
+	// (the UPDATE's of a split UPDATE ... RETURNING).
+	if err := c.SendBatch(ctx, &b); err != nil || bal != 4 || b.Item(one+1).Affected != 1 || b.Item(ret).Affected != 1 {
+		t.Errorf("batch: %v %v %+v %+v", bal, err, b.Item(one+1), b.Item(ret))
 	}
 	if upNote != `it's a \ ; b` || !b.Item(none).NoRows || b.Item(ret).NoRows || len(ids) != 2 || null != nil || !when.Equal(at) {
 		t.Errorf("batch read %q, no rows %v, ids %v, null %v, time %v", upNote, b.Item(none).NoRows, ids, null, when)
@@ -614,5 +618,163 @@ func TestMySQLBatchesOverTCP(t *testing.T) {
 	err = sleep(30)
 	if took := time.Since(start); err == nil || took > 5*time.Second || !c.Lost() {
 		t.Errorf("a stalled batch with a known answer size: %v after %v, lost %v", err, took, c.Lost())
+	}
+}
+
+// dbparity's own reader of a batch's answer (myWire): values into each
+// kind of destination, an error where it happened with the connection
+// kept, packets of 16 MB and more both ways, and the driver's path where
+// the socket's bytes are not the protocol's own.
+func TestMySQLWire(t *testing.T) {
+	inst := mariaDB(t)
+	ctx := context.Background()
+	root, err := Open(inst.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	rc, err := root.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"SET GLOBAL max_allowed_packet = 64 * 1024 * 1024",
+		"CREATE TABLE w (id INT PRIMARY KEY, n BIGINT UNSIGNED, d DATE, note VARCHAR(20))",
+		"INSERT INTO w VALUES (1, 18446744073709551615, '2026-11-27', NULL), (2, 7, NULL, 'two')",
+	} {
+		if _, err := rc.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.Close()
+	tg, err := Open(inst.URL()) // after the global: its connections take it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	c, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.(*mysqlConn).wire == nil {
+		t.Fatal("a session on a unix socket does not read its answers itself")
+	}
+
+	var (
+		nilInt, someInt *int64
+		raw, nullRaw    []byte
+		anyInt, anyText any
+		anyTime, anyBig any
+		yes             bool
+		small           int32
+		big             int
+		day             time.Time
+		nullStr         sql.NullString
+		someStr         sql.NullInt64
+	)
+	var b Batch
+	b.QueryRow("SELECT NULL, 5, 'bytes', NULL", []any{&nilInt, &someInt, &raw, &nullRaw})
+	b.QueryRow("SELECT id, note, d, n FROM w WHERE id = 1", []any{&anyInt, &anyText, &anyTime, &anyBig})
+	b.QueryRow("SELECT 1, -2147483648, 9007199254740993, d FROM w WHERE id = 1", []any{&yes, &small, &big, &day})
+	b.QueryRow("SELECT note, 42 FROM w WHERE id = 1", []any{&nullStr, &someStr})
+	if err := c.SendBatch(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if nilInt != nil || someInt == nil || *someInt != 5 || string(raw) != "bytes" || nullRaw != nil {
+		t.Errorf("pointers and bytes: %v %v %q %v", nilInt, someInt, raw, nullRaw)
+	}
+	if anyInt != int64(1) || anyText != nil || !anyTime.(time.Time).Equal(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)) || anyBig != uint64(math.MaxUint64) {
+		t.Errorf("values as the driver gives them: %#v %#v %#v %#v", anyInt, anyText, anyTime, anyBig)
+	}
+	if !yes || small != math.MinInt32 || big != 9007199254740993 || day.Day() != 27 {
+		t.Errorf("bool, int32, int, date: %v %v %v %v", yes, small, big, day)
+	}
+	if nullStr.Valid || !someStr.Valid || someStr.Int64 != 42 {
+		t.Errorf("Scanners: %+v %+v", nullStr, someStr)
+	}
+
+	// A value that does not convert fails its statement; the rest of the
+	// answer is read and the connection goes on.
+	var n int64
+	var two string
+	b.Reset()
+	b.QueryRow("SELECT 'abc'", []any{&n})
+	b.QueryRow("SELECT note FROM w WHERE id = 2", []any{&two})
+	if err := c.SendBatch(ctx, &b); err == nil || !strings.Contains(err.Error(), "statement 1 of the batch") || c.Lost() {
+		t.Errorf("text into an integer: %v, lost %v", err, c.Lost())
+	}
+	// The server's error ends the batch at its statement: those after it
+	// do not run.
+	b.Reset()
+	b.Exec("INSERT INTO w (id) VALUES (3)")
+	b.Exec("INSERT INTO w (id) VALUES (1)")
+	b.Exec("INSERT INTO w (id) VALUES (4)")
+	err = c.SendBatch(ctx, &b)
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1062 || !strings.Contains(err.Error(), "statement 2 of the batch") || c.Lost() {
+		t.Errorf("a duplicate key in the second statement: %v, lost %v", err, c.Lost())
+	}
+	// A query's Each that fails midway, more results behind it.
+	b.Reset()
+	rows := 0
+	b.Query("SELECT id FROM w ORDER BY id", func(r Rows) error {
+		rows++
+		return errors.New("enough")
+	})
+	b.QueryRow("SELECT 1", []any{&n})
+	if err := c.SendBatch(ctx, &b); err == nil || !strings.Contains(err.Error(), "enough") || rows != 1 || c.Lost() {
+		t.Errorf("Each failing at its first row: %v after %d rows, lost %v", err, rows, c.Lost())
+	}
+	var count int64
+	b.Reset()
+	b.QueryRow("SELECT count(*) FROM w", []any{&count})
+	b.QueryRow("SELECT note FROM w WHERE id = 2", []any{&two})
+	if err := c.SendBatch(ctx, &b); err != nil || count != 3 || two != "two" {
+		t.Errorf("the batch after the errors: %v, %d rows (want 3: the insert after the duplicate did not run), %q", err, count, two)
+	}
+
+	// Packets of 16 MB: a text whose packet is 16 MB less one byte (sent
+	// as one full packet and an empty one), and longer (split); a row of
+	// either size.
+	const full = 1<<24 - 1
+	bctx, cancel := context.WithTimeout(ctx, time.Minute) // a packet left out stalls both sides
+	defer cancel()
+	for _, k := range []int{full - 27, full - 26} { // "SELECT LENGTH('...');SELECT 2" and COM_QUERY's byte
+		var size, two int64
+		b.Reset()
+		b.QueryRow("SELECT LENGTH($1)", []any{&size}, strings.Repeat("x", k))
+		b.QueryRow("SELECT 2", []any{&two})
+		if err := c.SendBatch(bctx, &b); err != nil || size != int64(k) || two != 2 {
+			t.Errorf("a text of %d bytes: %v (length %d, %d)", k+27, err, size, two)
+		}
+	}
+	for _, k := range []int{full - 4, full - 3} { // a row's value after its 4-byte length
+		var s string
+		var two int64
+		b.Reset()
+		b.QueryRow("SELECT REPEAT('y', $1)", []any{&s}, k)
+		b.QueryRow("SELECT 2", []any{&two})
+		if err := c.SendBatch(bctx, &b); err != nil || len(s) != k || strings.Trim(s, "y") != "" || two != 2 {
+			t.Errorf("a row of %d bytes: %v (%d read, %d)", k+4, err, len(s), two)
+		}
+	}
+
+	// With the driver's timeouts on the socket, the driver reads.
+	tt, err := Open(inst.URL() + "&readTimeout=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	dc, err := tt.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	b.Reset()
+	b.QueryRow("SELECT note FROM w WHERE id = 2", []any{&two})
+	b.QueryRow("SELECT 2", []any{&n})
+	if err := dc.SendBatch(ctx, &b); dc.(*mysqlConn).wire != nil || err != nil || two != "two" || n != 2 {
+		t.Errorf("with readTimeout: own reader %v, %v", dc.(*mysqlConn).wire != nil, err)
 	}
 }

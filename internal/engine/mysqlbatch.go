@@ -19,26 +19,28 @@ import (
 // arguments written into it as literals (appendLiteral): one round trip,
 // as PostgreSQL's pipeline takes. The MySQL protocol has no pipeline for
 // prepared statements, so a session's batch goes as text and its lone
-// statements stay prepared. A batch of one statement, a connection of
-// dbparity's own, or an argument of a type database/sql does not take go
-// one statement after another.
+// statements stay prepared. Where the connection reads its answers
+// itself (myWire), a batch of one goes as text too, and each statement's
+// result is read in order (wireBatch); elsewhere the driver reads them,
+// and a batch of one statement, a connection of dbparity's own, or an
+// argument of a type database/sql does not take go one statement after
+// another.
 //
-// The server stops at a batch's first error, as a pipeline does. The
-// driver reports no OK packet of a text that also returns rows, so an
-// Exec's Affected is -1 (not known) in a batch that holds a query; in a
-// batch of Execs alone it is each statement's count.
+// The server stops at a batch's first error, as a pipeline does. An
+// Exec's Affected is its count of rows; where the driver reads the
+// answer, it reports no OK packet of a text that also returns rows, so
+// Affected is -1 (not known) in a batch that holds a query.
 func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
-	if !m.multi || len(b.items) < 2 {
+	if !m.multi || len(b.items) < 2 && m.wire == nil {
 		return b.runEach(ctx, m)
 	}
-	queries, err := m.batchText(b)
+	queries, call, err := m.batchText(b)
 	if errors.Is(err, errNotInterpolable) {
 		return b.runEach(ctx, m)
 	}
 	if err != nil {
 		return err
 	}
-	text := string(m.text) // the driver keeps no reference to it past the call
 	qctx, err := m.w.begin(ctx)
 	if err != nil {
 		return err
@@ -54,10 +56,13 @@ func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
 			m.net.expect.Store(least - least/32)
 		}
 	}
-	if queries == 0 {
-		err = m.batchExec(qctx, b, text)
-	} else {
-		err = m.batchQuery(qctx, b, text, queries)
+	switch text := m.text[myHeader:]; {
+	case m.wire != nil && !call:
+		err = m.wireBatch(b)
+	case queries == 0:
+		err = m.batchExec(qctx, b, string(text))
+	default:
+		err = m.batchQuery(qctx, b, string(text), queries)
 	}
 	m.net.expect.Store(0)
 	if got := m.net.got.Load(); m.net.tcp && err == nil && (!known || got < least) {
@@ -81,12 +86,14 @@ var answerSeed = maphash.MakeSeed()
 // errNotInterpolable is a batch argument appendLiteral cannot write.
 var errNotInterpolable = errors.New("argument not interpolable")
 
-// batchText writes b's statements into m.text, separated by semicolons,
-// their arguments in place, and hashes their texts into m.key when the
-// reader can use it (TCP); it returns how many of the statements return
-// rows (the second half of a split UPDATE ... RETURNING included).
-func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
-	m.text = m.text[:0]
+// batchText writes b's statements into m.text after myHeader bytes left
+// for the packet's header, separated by semicolons, their arguments in
+// place, and hashes their texts into m.key when the reader can use it
+// (TCP); it returns how many of the statements return rows (the second
+// half of a split UPDATE ... RETURNING included), and whether one is a
+// CALL (whose result sets are not one per statement).
+func (m *mysqlConn) batchText(b *Batch) (queries int, call bool, err error) {
+	m.text = append(m.text[:0], make([]byte, myHeader)...)
 	if m.net.tcp {
 		if m.key.Seed() != answerSeed {
 			m.key.SetSeed(answerSeed)
@@ -95,7 +102,7 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 	}
 	n := int64(0)
 	sep := func() {
-		if len(m.text) > 0 {
+		if len(m.text) > myHeader {
 			m.text = append(m.text, ';')
 		}
 		n++
@@ -122,10 +129,10 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 		for p := s; p != nil; p = p.then {
 			a, err := p.args(it.Args)
 			if err != nil {
-				return 0, fmt.Errorf("statement %d of the batch: %w", i+1, err)
+				return 0, false, fmt.Errorf("statement %d of the batch: %w", i+1, err)
 			}
 			if len(a) != len(p.marks) {
-				return 0, fmt.Errorf("statement %d of the batch: %d arguments for %d placeholders", i+1, len(a), len(p.marks))
+				return 0, false, fmt.Errorf("statement %d of the batch: %d arguments for %d placeholders", i+1, len(a), len(p.marks))
 			}
 			sep()
 			if m.net.tcp {
@@ -139,11 +146,11 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 				// widened; what is left is one of driver.Value's types.
 				dv, err := driver.DefaultParameterConverter.ConvertValue(v)
 				if err != nil {
-					return 0, errNotInterpolable
+					return 0, false, errNotInterpolable
 				}
 				var ok bool
 				if m.text, ok = appendLiteral(m.text, dv); !ok {
-					return 0, errNotInterpolable
+					return 0, false, errNotInterpolable
 				}
 				at = p.marks[k] + 1
 			}
@@ -152,10 +159,11 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, err error) {
 		if it.Dest != nil || it.Each != nil {
 			queries++
 		}
+		call = call || s.call
 	}
 	m.n.Add(n)
 	m.inTx = m.inTx || inTx
-	return queries, nil
+	return queries, call, nil
 }
 
 // appendLiteral appends v, a driver.Value, to b as an SQL literal that
@@ -304,4 +312,83 @@ func (m *mysqlConn) batchQuery(ctx context.Context, b *Batch, text string, queri
 		return fmt.Errorf("a statement after the batch's last query: %w", err)
 	}
 	return nil
+}
+
+// wireRun sends m.text (after its header's room) on the connection's own
+// reader and reads the answer with f; a connection whose answer was not
+// read to its end (an error of the socket, a context that ended) is
+// lost.
+func (m *mysqlConn) wireRun(f func(*myWire) error) error {
+	c := m.wire
+	c.start()
+	err := c.send(m.text)
+	if err == nil {
+		err = f(c)
+	}
+	if err != nil && !c.ended {
+		m.lost = true
+	}
+	c.done()
+	return err
+}
+
+// wireBatch sends b's text, made by batchText, and reads each
+// statement's result in order: a query's rows into its Dest or Each, an
+// Exec's count of rows into its Affected (the UPDATE's of a split UPDATE
+// ... RETURNING). An error ends the batch where it happened, the rest of
+// the answer read.
+func (m *mysqlConn) wireBatch(b *Batch) error {
+	return m.wireRun(func(c *myWire) error {
+		for i := range b.items {
+			it := &b.items[i]
+			var p *mysqlStmt
+			if it.begin == nil {
+				p = m.textStmt(it.SQL)
+			}
+			for first := true; first || p != nil; first = false {
+				if (i > 0 || !first) && !c.more {
+					return fmt.Errorf("statement %d of the batch: the answer ended before its result", i+1)
+				}
+				rows, n, err := c.result()
+				if err != nil {
+					return fmt.Errorf("statement %d of the batch: %w", i+1, err)
+				}
+				last := p == nil || p.then == nil
+				switch {
+				case !rows:
+					if first && it.begin == nil {
+						it.Affected = n
+					}
+				case last && it.Dest != nil:
+					if c.next() {
+						err = c.Scan(it.Dest...)
+					} else if c.err == nil {
+						it.NoRows = true
+					}
+				case last && it.Each != nil:
+					for err == nil && c.next() {
+						err = it.Each(c)
+					}
+				}
+				if err == nil {
+					for c.next() {
+					}
+					err = c.err
+				}
+				if err != nil {
+					if d := c.drain(); d != nil && !c.ended {
+						err = d // the answer's rest could not be read
+					}
+					return fmt.Errorf("statement %d of the batch: %w", i+1, err)
+				}
+				if p != nil {
+					p = p.then
+				}
+			}
+		}
+		if err := c.drain(); err != nil {
+			return fmt.Errorf("a statement after the batch's last: %w", err)
+		}
+		return nil
+	})
 }

@@ -32,7 +32,8 @@ type netCounts struct {
 	tcp   bool
 	lowat atomic.Int32
 	dog   *time.Timer
-	conn  net.Conn // the socket, whose deadline ends a command (watch)
+	conn  net.Conn    // the socket, whose deadline ends a command (watch)
+	cc    countedConn // the socket as the driver writes and reads it (myWire)
 }
 
 type netCountsKey struct{}
@@ -328,6 +329,7 @@ func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
 			})
 			n.dog.Stop()
 		}
+		n.cc = cc
 		return cc, nil
 	}
 	return c, nil
