@@ -181,8 +181,11 @@ type mysqlConn struct {
 	w       watch                 // ends a command when its context ends
 	key     maphash.Hash          // a batch's statement texts, for answers
 	wire    *myWire               // the socket's own reader, nil where the driver reads every answer
-	lost    bool
-	inTx    bool
+	// rowsOpen: a lone query's rows are being read by the driver, so the
+	// socket is not the reader's.
+	rowsOpen bool
+	lost     bool
+	inTx     bool
 }
 
 // mysqlStmt is a statement text as MySQL takes it: ? placeholders with
@@ -429,6 +432,7 @@ func (m *mysqlConn) Query(ctx context.Context, query string, args ...any) (Rows,
 	if err != nil {
 		return nil, m.finish(ctx, err)
 	}
+	m.rowsOpen = true
 	return mysqlRows{sqlRows{r}, m, ctx}, nil
 }
 
@@ -450,6 +454,7 @@ func (r mysqlRows) Err() error {
 
 func (r mysqlRows) Close() {
 	r.r.Close()
+	r.m.rowsOpen = false
 	r.m.w.end()
 }
 
@@ -499,6 +504,9 @@ func (m *mysqlConn) Rollback(ctx context.Context) error {
 
 // plain sends a statement of no arguments as text.
 func (m *mysqlConn) plain(ctx context.Context, q string) error {
+	if m.rowsOpen && m.wire != nil {
+		return errRowsOpen
+	}
 	m.n.Add(1)
 	qctx, err := m.w.begin(ctx)
 	if err != nil {

@@ -619,6 +619,12 @@ func TestMySQLBatchesOverTCP(t *testing.T) {
 	if took := time.Since(start); err == nil || took > 5*time.Second || !c.Lost() {
 		t.Errorf("a stalled batch with a known answer size: %v after %v, lost %v", err, took, c.Lost())
 	}
+	// The session's rollback, under a context that does not end, fails at
+	// once: it does not wait for the stalled answer (the server sleeps on).
+	start = time.Now()
+	if err := c.Rollback(context.WithoutCancel(ctx)); err == nil || time.Since(start) > time.Second {
+		t.Errorf("rollback on the lost connection: %v after %v", err, time.Since(start))
+	}
 }
 
 // dbparity's own reader of a batch's answer (myWire): values into each
@@ -726,6 +732,18 @@ func TestMySQLWire(t *testing.T) {
 	if err := c.SendBatch(ctx, &b); err == nil || !strings.Contains(err.Error(), "enough") || rows != 1 || c.Lost() {
 		t.Errorf("Each failing at its first row: %v after %d rows, lost %v", err, rows, c.Lost())
 	}
+	// A lone query's rows still open: the driver is reading the socket.
+	open, err := c.Query(ctx, "SELECT id FROM w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	b.QueryRow("SELECT 1", []any{&n})
+	b.QueryRow("SELECT 2", []any{&n})
+	if err := c.SendBatch(ctx, &b); err == nil || !strings.Contains(err.Error(), "still open") || c.Lost() {
+		t.Errorf("a batch while a query's rows are open: %v, lost %v", err, c.Lost())
+	}
+	open.Close()
 	var count int64
 	b.Reset()
 	b.QueryRow("SELECT count(*) FROM w", []any{&count})
@@ -758,6 +776,32 @@ func TestMySQLWire(t *testing.T) {
 		if err := c.SendBatch(bctx, &b); err != nil || len(s) != k || strings.Trim(s, "y") != "" || two != 2 {
 			t.Errorf("a row of %d bytes: %v (%d read, %d)", k+4, err, len(s), two)
 		}
+	}
+
+	// A text over the URL's maxAllowedPacket is not sent; the connection
+	// goes on.
+	tm, err := Open(inst.URL() + "&maxAllowedPacket=1000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	mc, err := tm.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	var top uint64
+	b.Reset()
+	b.QueryRow("SELECT LENGTH($1)", []any{&n}, strings.Repeat("z", 2<<20))
+	b.QueryRow("SELECT 2", []any{&n})
+	if err := mc.SendBatch(ctx, &b); err == nil || !strings.Contains(err.Error(), "maxAllowedPacket") || mc.Lost() {
+		t.Errorf("a text of 2 MB over maxAllowedPacket=1000000: %v, lost %v", err, mc.Lost())
+	}
+	b.Reset()
+	b.QueryRow("SELECT n FROM w WHERE id = 1", []any{&top})
+	b.QueryRow("SELECT 2", []any{&n})
+	if err := mc.SendBatch(ctx, &b); err != nil || top != math.MaxUint64 || n != 2 {
+		t.Errorf("the batch after: %v, %d %d", err, top, n)
 	}
 
 	// With the driver's timeouts on the socket, the driver reads.

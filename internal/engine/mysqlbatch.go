@@ -31,6 +31,9 @@ import (
 // answer, it reports no OK packet of a text that also returns rows, so
 // Affected is -1 (not known) in a batch that holds a query.
 func (m *mysqlConn) SendBatch(ctx context.Context, b *Batch) error {
+	if m.rowsOpen && m.wire != nil {
+		return errRowsOpen
+	}
 	if !m.multi || len(b.items) < 2 && m.wire == nil {
 		return b.runEach(ctx, m)
 	}
@@ -315,10 +318,14 @@ func (m *mysqlConn) batchQuery(ctx context.Context, b *Batch, text string, queri
 }
 
 // wireRun sends m.text (after its header's room) on the connection's own
-// reader and reads the answer with f; a connection whose answer was not
-// read to its end (an error of the socket, a context that ended) is
-// lost.
+// reader and reads the answer with f. A connection whose answer was not
+// read to its end (an error of the socket, a context that ended) is lost
+// and its socket closed, as the driver closes one: what is left of the
+// answer would be read as the next command's.
 func (m *mysqlConn) wireRun(f func(*myWire) error) error {
+	if m.lost {
+		return errConnLost
+	}
 	c := m.wire
 	c.start()
 	err := c.send(m.text)
@@ -327,10 +334,18 @@ func (m *mysqlConn) wireRun(f func(*myWire) error) error {
 	}
 	if err != nil && !c.ended {
 		m.lost = true
+		c.conn.Close()
 	}
 	c.done()
 	return err
 }
+
+// errRowsOpen is a command of the reader's while the driver reads a lone
+// query's rows from the socket.
+var errRowsOpen = errors.New("a query's rows are still open on this connection: close them first")
+
+// errConnLost is a command on a connection already lost.
+var errConnLost = errors.New("the connection to the server was lost")
 
 // wireBatch sends b's text, made by batchText, and reads each
 // statement's result in order: a query's rows into its Dest or Each, an

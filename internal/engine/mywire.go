@@ -84,6 +84,7 @@ func (c *myWire) done() {
 	if cap(*c.buf) <= 1<<20 {
 		wireBufs.Put(c.buf)
 	}
+	clear(c.fields[:cap(c.fields)]) // no reference to the buffer past the command
 	c.buf, c.held, c.fields = nil, nil, c.fields[:0]
 	if cap(c.big) > 1<<20 {
 		c.big = nil
@@ -96,6 +97,7 @@ func (c *myWire) done() {
 func (c *myWire) send(p []byte) error {
 	body := len(p) - 4
 	if c.maxPacket > 0 && body > c.maxPacket {
+		c.ended = true // nothing sent, nothing to read: the connection goes on
 		return fmt.Errorf("a text of %d bytes is larger than the connection's maxAllowedPacket (%d): raise it in the target's URL", body, c.maxPacket)
 	}
 	c.seq = 0
@@ -455,8 +457,14 @@ func (c *myWire) scan(i int, d any) error {
 		var n int64
 		n, err = strconv.ParseInt(asString(v), 10, 32)
 		*d = int32(n)
+	case *uint64:
+		*d, err = strconv.ParseUint(asString(v), 10, 64)
 	case *float64:
 		*d, err = strconv.ParseFloat(asString(v), 64)
+	case *float32:
+		var f float64
+		f, err = strconv.ParseFloat(asString(v), 32)
+		*d = float32(f)
 	case *bool:
 		*d, err = strconv.ParseBool(asString(v))
 	case *time.Time:
