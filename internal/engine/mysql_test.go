@@ -653,16 +653,7 @@ func TestMySQLWire(t *testing.T) {
 		}
 	}
 	rc.Close()
-	tg, err := Open(inst.URL()) // after the global: its connections take it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	c, err := tg.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openSession(t, inst.URL()) // after the global: its connections take it
 	if c.(*mysqlConn).wire == nil {
 		t.Fatal("a session on a unix socket does not read its answers itself")
 	}
@@ -780,16 +771,7 @@ func TestMySQLWire(t *testing.T) {
 
 	// A text over the URL's maxAllowedPacket is not sent; the connection
 	// goes on.
-	tm, err := Open(inst.URL() + "&maxAllowedPacket=1000000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tm.Close()
-	mc, err := tm.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Close()
+	mc := openSession(t, inst.URL()+"&maxAllowedPacket=1000000")
 	var top uint64
 	b.Reset()
 	b.QueryRow("SELECT LENGTH($1)", []any{&n}, strings.Repeat("z", 2<<20))
@@ -805,20 +787,28 @@ func TestMySQLWire(t *testing.T) {
 	}
 
 	// With the driver's timeouts on the socket, the driver reads.
-	tt, err := Open(inst.URL() + "&readTimeout=5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tt.Close()
-	dc, err := tt.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dc.Close()
+	dc := openSession(t, inst.URL()+"&readTimeout=5s")
 	b.Reset()
 	b.QueryRow("SELECT note FROM w WHERE id = 2", []any{&two})
 	b.QueryRow("SELECT 2", []any{&n})
 	if err := dc.SendBatch(ctx, &b); dc.(*mysqlConn).wire != nil || err != nil || two != "two" || n != 2 {
 		t.Errorf("with readTimeout: own reader %v, %v", dc.(*mysqlConn).wire != nil, err)
 	}
+}
+
+// openSession opens url and one session on it, both closed when the test
+// ends.
+func openSession(t *testing.T, url string) Conn {
+	t.Helper()
+	tg, err := Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	c, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
