@@ -288,7 +288,7 @@ func (c *myWire) result() (rows bool, affected int64, err error) {
 		at := 0
 		for range 6 {
 			l, k, _ := lenenc(q[at:])
-			if k == 0 {
+			if k == 0 || l > uint64(len(q)-at-k) {
 				return false, 0, errWire
 			}
 			at += k + int(l)
@@ -357,7 +357,7 @@ func (c *myWire) next() bool {
 	at := 0
 	for range c.cols {
 		l, k, null := lenenc(p[at:])
-		if k == 0 || at+k+int(l) > len(p) {
+		if k == 0 || l > uint64(len(p)-at-k) {
 			c.inSet, c.err = false, errWire
 			return false
 		}

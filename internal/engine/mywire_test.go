@@ -109,6 +109,21 @@ func TestMyWirePackets(t *testing.T) {
 		t.Errorf("an error after a row: %v (%+v) after %d rows, ended %v", c.err, me, n, c.ended)
 	}
 
+	// Lengths past their packet's end, in a column's definition and in a
+	// row (an 8-byte length of 2^64-1): the answer cannot be followed,
+	// nothing panics.
+	c = wireAnswer(t, nil, []byte{1}, []byte{3, 'd', 'e', 'f', 200, 'x'})
+	if _, _, err := c.result(); !errors.Is(err, errWire) {
+		t.Errorf("a column's name past its packet: %v", err)
+	}
+	c = wireAnswer(t, nil, []byte{1}, column("a", 253), eof(0), []byte{0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 'x', 'y'})
+	if rows, _, err := c.result(); !rows || err != nil {
+		t.Fatal(rows, err)
+	}
+	if c.next() || !errors.Is(c.err, errWire) {
+		t.Errorf("a value's length past its packet: %v", c.err)
+	}
+
 	// A packet out of sequence: the answer cannot be followed.
 	c = wireAnswer(t, func(i int) byte { return byte(2 * (i + 1)) }, ok)
 	if _, _, err := c.result(); !errors.Is(err, errWire) || c.ended {
