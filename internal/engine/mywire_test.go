@@ -14,9 +14,25 @@ import (
 // packets (their sequence numbers from 1, or as given by seq).
 func wireAnswer(t *testing.T, seq func(i int) byte, packets ...[]byte) *myWire {
 	t.Helper()
+	var stream []byte
+	for i, p := range packets {
+		s := byte(i + 1)
+		if seq != nil {
+			s = seq(i)
+		}
+		stream = append(append(stream, byte(len(p)), byte(len(p)>>8), byte(len(p)>>16), s), p...)
+	}
+	return wireStream(t, stream)
+}
+
+// wireStream is a server that reads one command, answers it with stream
+// and closes the connection.
+func wireStream(t testing.TB, stream []byte) *myWire {
+	t.Helper()
 	client, server := net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
 	go func() {
+		defer server.Close()
 		var h [4]byte
 		if _, err := io.ReadFull(server, h[:]); err != nil {
 			return
@@ -24,15 +40,7 @@ func wireAnswer(t *testing.T, seq func(i int) byte, packets ...[]byte) *myWire {
 		if _, err := io.ReadFull(server, make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)); err != nil {
 			return
 		}
-		for i, p := range packets {
-			s := byte(i + 1)
-			if seq != nil {
-				s = seq(i)
-			}
-			if _, err := server.Write(append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), s}, p...)); err != nil {
-				return
-			}
-		}
+		server.Write(stream)
 	}()
 	c := &myWire{conn: countedConn{Conn: client, n: &netCounts{}}}
 	c.start()
@@ -41,6 +49,33 @@ func wireAnswer(t *testing.T, seq func(i int) byte, packets ...[]byte) *myWire {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Whatever the server sends, the reader ends with a result or an error,
+// and never panics.
+func FuzzMyWire(f *testing.F) {
+	f.Add([]byte{7, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 1, 1, 5, 0, 0, 2, 1, 'a', 5, 0, 0, 3, 0xfe, 0, 0, 8, 0, 2, 0, 0, 4, 1, '7'})
+	f.Add([]byte{1, 0, 0, 1, 2, 30, 0, 0, 2, 3, 'd', 'e', 'f', 0, 1, 't', 1, 't', 1, 'a', 1, 'a', 0x0c, 45, 0, 0, 1, 0, 0, 3, 0x20, 0, 0, 0, 0, 11, 0, 0, 3, 0xfc, 9, 0})
+	f.Add([]byte{9, 0, 0, 1, 0xff, 0x25, 0x05, '#', '7', '0', '1', '0', '0'})
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		c := wireStream(t, stream)
+		for range 64 {
+			rows, _, err := c.result()
+			if err != nil {
+				return
+			}
+			for rows && c.next() {
+				var v any
+				for i := range c.fields {
+					c.scan(i, &v)
+				}
+			}
+			if c.err != nil || !c.more {
+				return
+			}
+		}
+	})
 }
 
 // column is a column definition packet of type typ.
