@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -332,4 +333,21 @@ func TestOnThisHost(t *testing.T) {
 			t.Errorf("OnThisHost(%q) = %v, want %v", raw, got, want)
 		}
 	}
+}
+
+// openSession opens url and one session on it, both closed when the test
+// ends.
+func openSession(t *testing.T, url string) Conn {
+	t.Helper()
+	tg, err := Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	c, err := tg.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -795,20 +795,3 @@ func TestMySQLWire(t *testing.T) {
 		t.Errorf("with readTimeout: own reader %v, %v", dc.(*mysqlConn).wire != nil, err)
 	}
 }
-
-// openSession opens url and one session on it, both closed when the test
-// ends.
-func openSession(t *testing.T, url string) Conn {
-	t.Helper()
-	tg, err := Open(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tg.Close() })
-	c, err := tg.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}

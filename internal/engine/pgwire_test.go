@@ -40,17 +40,7 @@ func postgres(t *testing.T) *managed.Instance {
 // close when it ends.
 func pgConnect(t *testing.T) Conn {
 	t.Helper()
-	tg, err := Open(postgres(t).URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tg.Close() })
-	c, err := tg.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return openSession(t, postgres(t).URL())
 }
 
 // TestPostgresBatchTypes sends every argument and result type the batch
