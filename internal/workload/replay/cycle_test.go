@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,11 @@ type lockServer struct {
 	// its answer and before it returns it.
 	gate     map[string]chan struct{}
 	answered func()
+	// first, when set, is the session whose UPDATE takes the row first,
+	// as in the capture: another's UPDATE that reaches the server sooner
+	// (the replay orders it only after the commits logged before it, so
+	// at full speed it may) waits here until that one took it.
+	first string
 }
 
 func newLockServer() *lockServer {
@@ -55,9 +61,16 @@ func (c *lockConn) Simple(ctx context.Context, sql string) (string, error) {
 	s.calls = append(s.calls, sql)
 	switch {
 	case strings.HasPrefix(sql, "UPDATE"):
+		for s.first != "" && c.name != s.first && !slices.Contains(s.granted, s.first) {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			s.cond.Wait()
+		}
 		if s.holder == 0 || s.holder == c.pid {
 			s.holder = c.pid
 			s.granted = append(s.granted, c.name)
+			s.cond.Broadcast()
 			return "UPDATE 1", nil
 		}
 		s.waiting = append(s.waiting, c)
@@ -296,6 +309,7 @@ func TestStaleLockWaitNoRelease(t *testing.T) {
 			{ID: "c", Application: "c", Start: 0, End: ms(200), Statements: []capture.Statement{st(3, 1, 0), st(55, 1, 2), st(57, 1, 3)}},
 		}}
 	srv := newLockServer()
+	srv.first = "a"
 	gateA, gateB := make(chan struct{}), make(chan struct{})
 	srv.gate = map[string]chan struct{}{"a": gateA, "b": gateB}
 	asked := make(chan struct{})
