@@ -77,8 +77,11 @@ func openMySQL(raw string) (*Target, error) {
 	}
 	cfg.ParseTime, cfg.Loc = true, time.UTC
 	// Statements a session sends alone are prepared once per connection
-	// (server-side); a batch goes as one multi-statement text with its
-	// arguments interpolated by the driver (mysqlConn.SendBatch).
+	// (server-side); a batch goes as one multi-statement text, its
+	// arguments written in by dbparity (mysqlConn.SendBatch). The driver
+	// interpolates the arguments of a statement sent alone that is not
+	// prepared (DDL, a collector's), which would otherwise take three
+	// round trips.
 	cfg.InterpolateParams = true
 	cfg.ClientFoundRows = true // rows matched, as PostgreSQL counts an UPDATE
 	cfg.DialFunc = dialCounted
@@ -177,6 +180,7 @@ type mysqlConn struct {
 	multi   bool                  // batches go as one multi-statement text (sessions)
 	texts   map[string]*mysqlStmt // batches' statements, never prepared
 	text    []byte                // a batch's text and arguments, reused
+	parts   []*mysqlStmt          // a batch's statements, by item (batchText)
 	answers map[uint64]int64      // the least answer to a batch text (its hash), in bytes
 	w       watch                 // ends a command when its context ends
 	key     maphash.Hash          // a batch's statement texts, for answers

@@ -296,11 +296,43 @@ func TestMySQLServerFrozenThenKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer killed.Close()
+	// The same through dbparity's own reader: a batch and a COMMIT.
+	frozenBatch, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frozenBatch.Close()
+	killedCommit, err := tg.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer killedCommit.Close()
+	if frozenBatch.(*mysqlConn).wire == nil {
+		t.Fatal("a session on a unix socket does not read its answers itself")
+	}
+	if err := killedCommit.Begin(ctx, ReadWrite); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := inst.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	var one, two int64
+	var b Batch
+	b.QueryRow("SELECT 1", []any{&one})
+	b.QueryRow("SELECT 2", []any{&two})
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
 	t0 := time.Now()
+	err = frozenBatch.SendBatch(sctx, &b)
+	cancel()
+	if took := time.Since(t0); !errors.Is(err, context.DeadlineExceeded) || took > 3*time.Second || !frozenBatch.Lost() {
+		t.Errorf("a batch on a frozen server: %v after %v, lost %v", err, took, frozenBatch.Lost())
+	}
+	t0 = time.Now()
+	if err := frozenBatch.Rollback(context.WithoutCancel(ctx)); !Classify(err).Lost || time.Since(t0) > time.Second {
+		t.Errorf("rollback after the batch cut on a frozen server: %v after %v", err, time.Since(t0))
+	}
+	sctx, cancel = context.WithTimeout(ctx, time.Second)
+	t0 = time.Now()
 	_, err = frozen.Exec(sctx, "SELECT $1", 1)
 	cancel()
 	if took := time.Since(t0); err == nil || took > 3*time.Second {
@@ -317,6 +349,11 @@ func TestMySQLServerFrozenThenKilled(t *testing.T) {
 	if cl := Classify(err); err == nil || !cl.Lost || !killed.Lost() || time.Since(t0) > 3*time.Second {
 		t.Errorf("statement on a killed server: %v (%+v, lost %v) after %v", err, cl, killed.Lost(), time.Since(t0))
 	}
+	t0 = time.Now()
+	err = killedCommit.Commit(ctx)
+	if cl := Classify(err); err == nil || !cl.Lost || !killedCommit.Lost() || time.Since(t0) > 3*time.Second || !strings.Contains(err.Error(), "lost") {
+		t.Errorf("COMMIT on a killed server: %v (%+v, lost %v) after %v", err, cl, killedCommit.Lost(), time.Since(t0))
+	}
 }
 
 // A session's commands are stopped by the end of their own context only
@@ -326,18 +363,8 @@ func TestMySQLServerFrozenThenKilled(t *testing.T) {
 // context already ended sends nothing; one that ends mid-command stops
 // it at once with its own error.
 func TestMySQLContextEndsOnlyItsCommand(t *testing.T) {
-	inst := mariaDB(t)
-	tg, err := Open(inst.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
+	c := openSession(t, mariaDB(t).URL())
 	ctx := context.Background()
-	c, err := tg.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	var one int64
 	for i := range 200 {
 		// Each context ends right after its command, its watcher's
@@ -400,18 +427,8 @@ func TestMySQLContextEndsOnlyItsCommand(t *testing.T) {
 // backslashes, NUL and Ctrl-Z in strings, bytes, times, numbers, NULL; a
 // ? inside a quoted literal stays text.
 func TestMySQLBatchLiterals(t *testing.T) {
-	inst := mariaDB(t)
-	tg, err := Open(inst.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
+	c := openSession(t, mariaDB(t).URL())
 	ctx := context.Background()
-	c, err := tg.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	strs := []string{"", "plain", "it's", "''", `back\slash`, `\'`, "nul\x00byte", "ctrl\x1az", "naïve 東京 🚀", "a;b -- c /* d */", "?", "$1"}
 	when := time.Date(2026, 11, 27, 1, 2, 3, 456789000, time.UTC)
 	for _, mode := range []string{"default", "NO_BACKSLASH_ESCAPES"} {

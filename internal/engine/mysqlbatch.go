@@ -94,9 +94,12 @@ var errNotInterpolable = errors.New("argument not interpolable")
 // place, and hashes their texts into m.key when the reader can use it
 // (TCP); it returns how many of the statements return rows (the second
 // half of a split UPDATE ... RETURNING included), and whether one is a
-// CALL (whose result sets are not one per statement).
+// CALL (whose result sets are not one per statement). m.parts[i] is the
+// i-th item's statement as rewritten (nil for a BEGIN), for the reading
+// of the answer.
 func (m *mysqlConn) batchText(b *Batch) (queries int, call bool, err error) {
 	m.text = append(m.text[:0], make([]byte, myHeader)...)
+	m.parts = m.parts[:0]
 	if m.net.tcp {
 		if m.key.Seed() != answerSeed {
 			m.key.SetSeed(answerSeed)
@@ -126,9 +129,11 @@ func (m *mysqlConn) batchText(b *Batch) (queries int, call bool, err error) {
 				m.key.WriteByte(0)
 			}
 			inTx = true
+			m.parts = append(m.parts, nil)
 			continue
 		}
 		s := m.textStmt(it.SQL)
+		m.parts = append(m.parts, s)
 		for p := s; p != nil; p = p.then {
 			a, err := p.args(it.Args)
 			if err != nil {
@@ -256,7 +261,7 @@ func (m *mysqlConn) batchExec(ctx context.Context, b *Batch, text string) error 
 		for i := range b.items {
 			it := &b.items[i]
 			n := 1
-			if it.begin == nil && m.textStmt(it.SQL).then != nil {
+			if it.begin == nil && m.parts[i].then != nil {
 				n = 2
 			}
 			if it.begin == nil && k < len(counts) {
@@ -335,6 +340,9 @@ func (m *mysqlConn) wireRun(f func(*myWire) error) error {
 	if err != nil && !c.ended {
 		m.lost = true
 		c.conn.Close()
+		if !errors.Is(err, errWire) {
+			err = fmt.Errorf("the connection to the server was lost: %w", err)
+		}
 	}
 	c.done()
 	return err
@@ -345,7 +353,7 @@ func (m *mysqlConn) wireRun(f func(*myWire) error) error {
 var errRowsOpen = errors.New("a query's rows are still open on this connection: close them first")
 
 // errConnLost is a command on a connection already lost.
-var errConnLost = errors.New("the connection to the server was lost")
+var errConnLost error = lostError("the connection to the server was lost")
 
 // wireBatch sends b's text, made by batchText, and reads each
 // statement's result in order: a query's rows into its Dest or Each, an
@@ -355,11 +363,7 @@ var errConnLost = errors.New("the connection to the server was lost")
 func (m *mysqlConn) wireBatch(b *Batch) error {
 	return m.wireRun(func(c *myWire) error {
 		for i := range b.items {
-			it := &b.items[i]
-			var p *mysqlStmt
-			if it.begin == nil {
-				p = m.textStmt(it.SQL)
-			}
+			it, p := &b.items[i], m.parts[i]
 			for first := true; first || p != nil; first = false {
 				if (i > 0 || !first) && !c.more {
 					return fmt.Errorf("statement %d of the batch: the answer ended before its result", i+1)

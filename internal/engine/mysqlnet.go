@@ -32,8 +32,9 @@ type netCounts struct {
 	tcp   bool
 	lowat atomic.Int32
 	dog   *time.Timer
-	conn  net.Conn    // the socket, whose deadline ends a command (watch)
-	cc    countedConn // the socket as the driver writes and reads it (myWire)
+	// cc is the socket as the driver writes and reads it (myWire); its
+	// Conn's deadline ends a command (watch).
+	cc countedConn
 }
 
 type netCountsKey struct{}
@@ -139,10 +140,10 @@ func (w *watch) begin(ctx context.Context) (context.Context, error) {
 // context stops).
 func (w *watch) enter(ctx context.Context) {
 	w.mu.Lock()
-	if w.cut && w.n.conn != nil {
+	if w.cut && w.n.cc.Conn != nil {
 		// The context of an earlier command ended as it finished: this
 		// command has its own.
-		w.n.conn.SetDeadline(time.Time{})
+		w.n.cc.Conn.SetDeadline(time.Time{})
 		w.cut = false
 	}
 	w.cur = ctx
@@ -161,8 +162,8 @@ func (w *watch) end() {
 // closing the connection. A command under a later context is not its.
 func (w *watch) expire(ctx context.Context) {
 	w.mu.Lock()
-	if w.cur == ctx && w.n.conn != nil {
-		w.n.conn.SetDeadline(time.Unix(1, 0))
+	if w.cur == ctx && w.n.cc.Conn != nil {
+		w.n.cc.Conn.SetDeadline(time.Unix(1, 0))
 		w.cut = true
 	}
 	w.mu.Unlock()
@@ -297,7 +298,6 @@ func dialCounted(ctx context.Context, network, addr string) (net.Conn, error) {
 	}
 	if n, ok := ctx.Value(netCountsKey{}).(*netCounts); ok {
 		cc := countedConn{Conn: c, n: n}
-		n.conn = c
 		if sc, ok := c.(syscall.Conn); ok {
 			cc.raw, _ = sc.SyscallConn()
 		}

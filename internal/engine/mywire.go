@@ -2,7 +2,7 @@ package engine
 
 import (
 	"bytes"
-	"errors"
+	"database/sql/driver"
 	"fmt"
 	"strconv"
 	"sync"
@@ -70,7 +70,15 @@ var wireBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b 
 
 // errWire is an answer the reader could not follow: the connection is
 // lost.
-var errWire = errors.New("MySQL protocol: an answer out of order or malformed; the connection is dropped")
+var errWire error = lostError("MySQL protocol: an answer out of order or malformed; the connection is dropped")
+
+// lostError is an error of the reader's that leaves the connection
+// unusable; it is a bad connection to errors.Is, as the driver's own
+// are, so that Classify counts it as a lost connection.
+type lostError string
+
+func (e lostError) Error() string        { return string(e) }
+func (e lostError) Is(target error) bool { return target == driver.ErrBadConn }
 
 // start takes a buffer for a command.
 func (c *myWire) start() {
