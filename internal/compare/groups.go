@@ -243,27 +243,11 @@ func Verdicts(a, b Group, ms []Metric) []Verdict {
 		}
 		if v.Primary {
 			v.resolutionNote()
-			v.Notes = append(boundNotes(a, b), v.Notes...)
 		}
 		vs = append(vs, v)
 	}
 	Decide(vs)
 	return vs
-}
-
-// boundNotes says which runs were driver-bound, shared their database
-// host with other work, or drifted: their throughput may be the driver's
-// limit or the other work's, so a verdict on it is not a platform figure.
-// compare, ab and sweep give the verdict and say so beside it, the same
-// way.
-func boundNotes(gs ...Group) []string {
-	var notes []string
-	for _, g := range gs {
-		for i, r := range g.Runs {
-			notes = append(notes, Caveats(r, fileOf(g, i))...)
-		}
-	}
-	return notes
 }
 
 // fileOf names run i of g: its file, or the group and the run's number
@@ -498,7 +482,16 @@ type Difference struct {
 	// Default marks a setting's compiled-in default that differs between
 	// the servers' versions: nobody set it (Key is the setting's name).
 	Default bool `json:"default_changed,omitempty"`
+	// Packaging marks a default that differs because of how the server
+	// was built or packaged (a path, a build option), not its version.
+	Packaging bool `json:"packaging,omitempty"`
 }
+
+// packaging are the settings whose compiled-in defaults a packager or a
+// build sets (paths): a distribution's server and a portable archive of
+// the same version differ in them.
+var packaging = []string{"unix_socket_directories", "krb_server_keyfile", "dynamic_library_path", "external_pid_file",
+	"ssl_ca_file", "ssl_cert_file", "ssl_key_file", "ssl_crl_file", "ssl_crl_dir", "stats_temp_directory", "log_directory"}
 
 // defaultsKey prefixes the flattened compiled-in defaults: diffed apart.
 const defaultsKey = "disclosure.database.defaults."
@@ -553,7 +546,7 @@ func DisclosureDiff(gs []Group) []Difference {
 			}
 			// A default that changed between versions, where every
 			// version has the setting.
-			d := Difference{Key: name, Default: true}
+			d := Difference{Key: name, Default: true, Packaging: slices.Contains(packaging, name)}
 			differs, everywhere := false, true
 			for i := range gs {
 				raw, ok := flat[i][k]

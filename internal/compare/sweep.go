@@ -42,7 +42,7 @@ type Sweep struct {
 	// Caveats say what undermines the sweep's headline: runs that were
 	// driver-bound, contended or not stationary, an equal-CPU point below
 	// the studies' range, a utilisation that does not rise with the load.
-	Caveats []string `json:"caveats,omitempty"`
+	Caveats []Caveat `json:"caveats,omitempty"`
 }
 
 // EqualFigure is one figure at the equal-CPU point: per group, in the
@@ -185,7 +185,11 @@ type SweepGroup struct {
 	// parameter from the first step to the last (1.87 = 87% more each
 	// time); NaN for a rate sweep or a single step.
 	GainPerDoubling float64 `json:"gain_per_doubling"`
-	USL             *USL    `json:"usl,omitempty"`
+	// Gain is the verdict behind GainPerDoubling: the last step's runs
+	// against the first's (independent runs), its ratio and interval
+	// taken to the power of one over the doublings between them.
+	Gain            *Verdict `json:"gain,omitempty"`
+	USL             *USL     `json:"usl,omitempty"`
 	USLNote         string  `json:"usl_note,omitempty"` // why there is no fit
 }
 
@@ -314,20 +318,22 @@ func NewSweep(gs []Group, param string, at float64) (*Sweep, error) {
 
 // caveats fills s.Caveats from the runs and the curves.
 func (s *Sweep) caveats(gs []Group) {
-	for _, g := range gs {
-		for i, r := range g.Runs {
-			s.Caveats = append(s.Caveats, Caveats(r, fileOf(g, i))...)
-		}
-	}
+	s.Caveats = GroupCaveats(gs...)
+	add := func(k Kind, text string) { s.Caveats = append(s.Caveats, Caveat{Kind: k, Text: text}) }
 	if !math.IsNaN(s.EqualAt) && s.EqualAt < studiesCPU {
-		s.Caveats = append(s.Caveats, fmt.Sprintf("the equal-CPU point is at %.1f%% utilisation, below the %d%% and more the studies compare at: the servers were mostly idle, add load (users, rate)",
+		add(KindLowCPU, fmt.Sprintf("the equal-CPU point is at %.1f%% utilisation, below the %d%% and more the studies compare at: the servers were mostly idle, add load (users, rate)",
 			s.EqualAt, studiesCPU))
+	}
+	if !math.IsNaN(s.EqualAt) && len(s.EqualCPU) > 1 && !math.IsNaN(s.EqualCPU[1].Lo) {
+		if n := s.fewestAround(); n < 3 {
+			add(KindFewRuns, fmt.Sprintf("%d runs a step around the equal-CPU point: the bootstrap interval from so few runs is narrower than the truth (by about √2 with 2); --repeat 3 gives a fair one", n))
+		}
 	}
 	if s.Param == "cpus" {
 		for _, g := range s.Groups {
 			for _, st := range g.Steps {
 				if !math.IsNaN(st.CPU) && st.CPU < boundCPU {
-					s.Caveats = append(s.Caveats, fmt.Sprintf("%s's server used %.1f%% of its CPUs at cpus=%g, below the %d%% of a CPU-bound server: something else limited throughput there (the driver, on the same host, or locks, IO), so the gain per doubling understates what the CPUs give; add load (users)",
+					add(KindNotCPUBound, fmt.Sprintf("%s's server used %.1f%% of its CPUs at cpus=%g, below the %d%% of a CPU-bound server: something else limited throughput there (the driver, on the same host, or locks, IO), so the gain per doubling understates what the CPUs give; add load (users)",
 						g.Label, st.CPU, st.Value, boundCPU))
 				}
 			}
@@ -340,11 +346,34 @@ func (s *Sweep) caveats(gs []Group) {
 				continue
 			}
 			if first, last := g.Steps[0].CPU, g.Steps[n-1].CPU; last < 1.1*first {
-				s.Caveats = append(s.Caveats, fmt.Sprintf("%s's CPU utilisation does not rise with %s (%.1f%% at %s=%g, %.1f%% at %g): something else limits it (the driver, locks, IO)",
+				add(KindFlatCPU, fmt.Sprintf("%s's CPU utilisation does not rise with %s (%.1f%% at %s=%g, %.1f%% at %g): something else limits it (the driver, locks, IO)",
 					g.Label, s.Param, first, s.Param, g.Steps[0].Value, last, g.Steps[n-1].Value))
 			}
 		}
 	}
+}
+
+// fewestAround is the fewest runs of the steps each group's equal-CPU
+// point lies between.
+func (s *Sweep) fewestAround() int {
+	fewest := math.MaxInt
+	for _, g := range s.Groups {
+		for k := range g.Steps {
+			st := g.Steps[k]
+			next := st
+			if k+1 < len(g.Steps) {
+				next = g.Steps[k+1]
+			}
+			lo, hi := min(st.CPU, next.CPU), max(st.CPU, next.CPU)
+			if s.EqualAt >= lo && s.EqualAt <= hi {
+				fewest = min(fewest, st.Runs, next.Runs)
+			}
+		}
+	}
+	if fewest == math.MaxInt {
+		return 0
+	}
+	return fewest
 }
 
 func sweepGroup(g Group, param string) (SweepGroup, error) {
@@ -383,20 +412,45 @@ func sweepGroup(g Group, param string) (SweepGroup, error) {
 		}
 	}
 	if n := len(sg.Steps); n > 1 && param != "rate" {
-		sg.GainPerDoubling = perDoubling(sg.Steps[n-1].TPS/sg.Steps[0].TPS, sg.Steps[n-1].Value/sg.Steps[0].Value)
+		first, last := sg.Steps[0], sg.Steps[n-1]
+		sg.GainPerDoubling = perDoubling(last.TPS/first.TPS, last.Value/first.Value)
+		sg.Gain = gainVerdict(first, last)
 	}
 	switch {
 	case param != "users" && param != "cpus":
 		sg.USLNote = "the Universal Scalability Law is fitted to users or cpus sweeps"
 	default:
 		u, err := FitUSL(ns, xs)
-		if err != nil {
+		switch {
+		case err != nil:
 			sg.USLNote = err.Error()
-		} else {
+		case u.Failed() != "":
+			sg.USLNote = "fit failed: " + u.Failed()
+		default:
 			sg.USL = &u
 		}
 	}
 	return sg, nil
+}
+
+// gainVerdict is the gain per doubling from step first to step last with
+// its interval: the verdict on the last step's throughput against the
+// first's, its ratio and interval as gains per doubling.
+func gainVerdict(first, last Step) *Verdict {
+	var a, b []float64
+	for _, r := range first.runs {
+		a = append(a, r.Summarize().TPS)
+	}
+	for _, r := range last.runs {
+		b = append(b, r.Summarize().TPS)
+	}
+	v := Unpaired("throughput (tps)", a, b, nil, nil)
+	factor := last.Value / first.Value
+	v.Ratio, v.Lo, v.Hi = perDoubling(v.Ratio, factor), perDoubling(v.Lo, factor), perDoubling(v.Hi, factor)
+	v.Primary = true
+	vs := []Verdict{v}
+	Decide(vs)
+	return &vs[0]
 }
 
 // perDoubling is the gain per doubling of a parameter that grew by

@@ -57,8 +57,16 @@ func TestSweepScaling(t *testing.T) {
 	near("gain first to last", s.Groups[0].GainPerDoubling, 1.87)
 	near("efficiency at 4", st[2].Efficiency, 3.4969/4)
 	near("cost at 4 (ms CPU per tx)", st[2].CostMs, 0.70*2/349.69*1000)
-	if s.Groups[0].USL == nil {
-		t.Errorf("no USL fit on 3 steps: %s", s.Groups[0].USLNote)
+	// A constant gain per doubling is a power law, not the USL: its exact
+	// fit through 3 steps needs κ < 0, so it is not drawn and says why.
+	if g := s.Groups[0]; g.USL != nil || !strings.HasPrefix(g.USLNote, "fit failed: κ") {
+		t.Errorf("a power law's USL fit: %+v, %q", g.USL, g.USLNote)
+	}
+	// Steps from the law itself are fitted and kept.
+	truth := USL{Lambda: 100, Sigma: 0.05, Kappa: 0.002}
+	u := group("u", stepRun("u", "users", 1, truth.At(1), 20), stepRun("u", "users", 2, truth.At(2), 38), stepRun("u", "users", 4, truth.At(4), 70))
+	if s, err := NewSweep([]Group{u}, "users", math.NaN()); err != nil || s.Groups[0].USL == nil {
+		t.Errorf("no USL fit on 3 steps of the law: %v %s", err, s.Groups[0].USLNote)
 	}
 }
 
@@ -129,7 +137,7 @@ func TestSweepKinds(t *testing.T) {
 		t.Errorf("utilisation on 1 CPU %.1f%%, want 90%%", got)
 	}
 	if len(s.Caveats) != 0 {
-		t.Errorf("CPU-bound at each step, yet: %q", s.Caveats)
+		t.Errorf("CPU-bound at each step, yet: %+v", s.Caveats)
 	}
 	// A server that does not use its CPUs at a step says its gain per
 	// doubling is not the CPUs' (study 001 on 2 CPUs with the driver on
@@ -140,8 +148,8 @@ func TestSweepKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := strings.Join(s.Caveats, "\n"); !strings.Contains(j, "d's server used 58.0% of its CPUs at cpus=2") || strings.Contains(j, "cpus=1") {
-		t.Errorf("caveats %q", s.Caveats)
+	if j := strings.Join(Assess(s.Caveats, 2).Lines, "\n"); !strings.Contains(j, "d's server used 58.0% of its CPUs at cpus=2") || strings.Contains(j, "cpus=1") {
+		t.Errorf("caveats %+v", s.Caveats)
 	}
 }
 
@@ -158,8 +166,9 @@ func TestSweepCaveats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := strings.Join(s.Caveats, "\n")
-	for _, want := range []string{"NOT A PLATFORM FIGURE: other processes used 1.24 cores of b.json", "the equal-CPU point is at 26.0% utilisation",
+	as := Assess(s.Caveats, 4)
+	joined := strings.Join(as.Lines, "\n")
+	for _, want := range []string{"HOST BUSY: 1 of 4 runs shared their database host with other processes using a quarter of its CPUs or more (b.json, 1.24 cores of 2)", "the equal-CPU point is at 26.0% utilisation",
 		"b's CPU utilisation does not rise with users"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("caveats lack %q:\n%s", want, joined)
@@ -168,10 +177,13 @@ func TestSweepCaveats(t *testing.T) {
 	if strings.Contains(joined, "a's CPU utilisation does not rise") {
 		t.Errorf("a's utilisation rose from 20%% to 40%%:\n%s", joined)
 	}
+	if as.Grade != NotAFinding || as.Label != "NOT A FINDING (HOST BUSY)" {
+		t.Errorf("a database host busy with other work: %s", as.Label)
+	}
+	// A comparison's runs carry the same caveat.
 	ga, gb := group("a", stepRun("a", "users", 4, 390, 40)), group("b", contended)
-	vs := Verdicts(ga, gb, Metrics(ga.Runs[0])[:1])
-	if len(vs) == 0 || !vs[0].Primary || !strings.Contains(strings.Join(vs[0].Notes, "\n"), "other processes used 1.24 cores") {
-		t.Errorf("the primary verdict does not carry the contention: %+v", vs)
+	if as := Assess(GroupCaveats(ga, gb), 2); as.Grade != NotAFinding || !strings.Contains(strings.Join(as.Lines, "\n"), "1.24 cores") {
+		t.Errorf("the comparison does not carry the contention: %+v", as)
 	}
 }
 

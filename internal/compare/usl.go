@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // USL is a fit of Gunther's Universal Scalability Law to throughput X
@@ -28,6 +29,8 @@ type USL struct {
 	// Note says how to read the knee: none in range, beyond the range
 	// measured (an extrapolation), or within it.
 	Note string `json:"note"`
+
+	maxN float64 // the largest step fitted
 }
 
 // At is the fitted throughput at n.
@@ -102,7 +105,7 @@ func FitUSL(n, x []float64) (USL, error) {
 			break
 		}
 	}
-	u := USL{Lambda: p[0], Sigma: p[1], Kappa: p[2], N: len(n), Knee: math.NaN(), Peak: math.NaN()}
+	u := USL{Lambda: p[0], Sigma: p[1], Kappa: p[2], N: len(n), Knee: math.NaN(), Peak: math.NaN(), maxN: distinct[len(distinct)-1]}
 	var mean, sst float64
 	for _, v := range x {
 		mean += v
@@ -137,6 +140,31 @@ func FitUSL(n, x []float64) (USL, error) {
 		u.Note += "; σ < 0: superlinear at the first steps"
 	}
 	return u, nil
+}
+
+// minR2 is the least share of the runs' variation a fit must explain to
+// be read: below it σ, κ and the knee say more of the noise than of the
+// platform.
+const minR2 = 0.8
+
+// Failed says why the fit is not to be read or drawn, "" when it may
+// be: it explains too little of the runs (R² below minR2), or it is
+// unphysical: κ < 0 that matters within ten times the largest step (the
+// law's denominator then falls, and the curve turns up and runs off to
+// infinity: no contention model gives that), or σ ≥ 1 (each worker
+// added would take away more than it brings from the first step).
+func (u USL) Failed() string {
+	var why []string
+	if !(u.R2 >= minR2) {
+		why = append(why, fmt.Sprintf("R² %.2f, below the %.2f a fit must explain to be read", u.R2, minR2))
+	}
+	if hi := u.maxN; u.Kappa < 0 && -u.Kappa*hi*(hi-1) > 0.01*(1+u.Sigma*(hi-1)) {
+		why = append(why, fmt.Sprintf("κ %.3g < 0: throughput would rise faster than linearly and run off to infinity, which no contention gives", u.Kappa))
+	}
+	if u.Sigma >= 1 {
+		why = append(why, fmt.Sprintf("σ %.3g ≥ 1: unphysical", u.Sigma))
+	}
+	return strings.Join(why, "; ")
 }
 
 func uslAt(p [3]float64, n float64) float64 {

@@ -72,3 +72,37 @@ func TestFitUSLNoKnee(t *testing.T) {
 		t.Errorf("two steps: %v", err)
 	}
 }
+
+// A fit that explains little of the runs, or that is unphysical (κ < 0:
+// a curve that turns up and runs off to infinity), is not read: Failed
+// says why, and a sweep keeps no fit to draw, only the reason.
+func TestFitUSLFailed(t *testing.T) {
+	// Throughput that rises faster than linearly: κ < 0.
+	up := []float64{100, 150, 200, 400}
+	u, err := FitUSL([]float64{1, 2, 4, 8}, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(u.Kappa < 0) || !strings.Contains(u.Failed(), "κ") {
+		t.Errorf("superlinear runs: κ=%g, failed %q", u.Kappa, u.Failed())
+	}
+	// Runs whose spread within a step swamps the steps: R² low.
+	n := []float64{1, 1, 2, 2, 4, 4}
+	x := []float64{100, 300, 120, 290, 200, 180}
+	u, err = FitUSL(n, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(u.R2 < minR2) || !strings.Contains(u.Failed(), "R²") {
+		t.Errorf("noisy runs: R² %.2f, failed %q", u.R2, u.Failed())
+	}
+	// A good fit is read.
+	truth := USL{Lambda: 100, Sigma: 0.05, Kappa: 0.001}
+	var good []float64
+	for _, v := range []float64{1, 2, 4, 8} {
+		good = append(good, truth.At(v))
+	}
+	if u, _ := FitUSL([]float64{1, 2, 4, 8}, good); u.Failed() != "" {
+		t.Errorf("an exact fit failed: %q", u.Failed())
+	}
+}

@@ -15,9 +15,9 @@ import (
 // themselves. docs/statistics.md gives the method and its calibration.
 const Alpha = 0.05
 
-// MinRuns is the fewest runs per group, or interleaved rounds, that give
-// a verdict: two, the fewest a variance can be estimated from (whatever
-// the metric class; more narrow the interval).
+// MinRuns is the fewest runs per group, or interleaved rounds, that the
+// test runs on: two, the fewest a variance can be estimated from. An
+// interval needs more (minDF): two rounds give a ratio and no interval.
 const MinRuns = 2
 
 // Verdict compares one metric of group B with group A.
@@ -166,13 +166,14 @@ func Paired(metric string, a, b, within []float64) Verdict {
 	m, s2 := meanVar(d)
 	v.Ratio, v.NA, v.NB = math.Exp(m), len(d), len(d)
 	if len(d) < MinRuns {
-		v.Insufficient = fmt.Sprintf("no verdict: %d round, the test needs at least %d", len(d), MinRuns)
+		v.Insufficient = fmt.Sprintf("%d round gives no interval; 3 rounds or more give one", len(d))
 		return v
 	}
 	if f := meanOf(w); f > s2 {
 		s2, v.Floored = f, true
 	}
 	v.tTest(m, math.Sqrt(s2/float64(len(d))), float64(len(d)-1))
+	v.informative()
 	return v
 }
 
@@ -192,7 +193,7 @@ func Unpaired(metric string, a, b, withinA, withinB []float64) Verdict {
 	mb, vb := meanVar(lb)
 	v.Ratio = math.Exp(mb - ma)
 	if len(la) < MinRuns || len(lb) < MinRuns {
-		v.Insufficient = fmt.Sprintf("no verdict: %d+%d runs, the test needs at least %d in each group", len(la), len(lb), MinRuns)
+		v.Insufficient = fmt.Sprintf("%d+%d runs give no interval; 3 runs in each group or more give one", len(la), len(lb))
 		return v
 	}
 	if f := meanOf(withinA); f > va {
@@ -209,7 +210,38 @@ func Unpaired(metric string, a, b, withinA, withinB []float64) Verdict {
 		df = (qa + qb) * (qa + qb) / (qa*qa/float64(len(la)-1) + qb*qb/float64(len(lb)-1))
 	}
 	v.tTest(mb-ma, se, df)
+	v.informative()
 	return v
+}
+
+// minDF is the fewest degrees of freedom that give an interval. At one
+// (two rounds) Student's multiplier is 12.7, against 4.3 at two: two
+// rounds that differ by chance gave intervals such as 0.1%–118084%.
+const minDF = 2
+
+// maxSpan is the widest interval, as Hi/Lo, that still informs when it
+// holds 1: beyond it the runs allow anything from half to twice.
+const maxSpan = 2.0
+
+// informative drops an interval that cannot inform: from too few
+// degrees of freedom, or holding 1 and spanning more than maxSpan. The
+// ratio stays; Insufficient says why there is no interval and what would
+// give one.
+func (v *Verdict) informative() {
+	more := "runs in each group"
+	if v.Paired {
+		more = "rounds"
+	}
+	switch {
+	case v.DF < minDF:
+		v.Insufficient = fmt.Sprintf("%s give no interval (%.1f degrees of freedom); 3 %s or more give one", v.sample(), v.DF, more)
+	case v.Lo <= 1 && v.Hi >= 1 && v.Hi/v.Lo > maxSpan:
+		v.Insufficient = fmt.Sprintf("no useful interval: %s disagree too much (their 95%% interval would span more than a factor of %g); more %s, longer windows or ab --slice narrow it",
+			v.sample(), maxSpan, more)
+	default:
+		return
+	}
+	v.Lo, v.Hi, v.P, v.PAdj, v.Resolution = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 }
 
 // tTest sets the p-value, the interval of the ratio and the resolution
@@ -284,6 +316,40 @@ func (v Verdict) Headline() string {
 	}
 	return fmt.Sprintf("%s %s = %s of %s (95%% CI %s–%s), p=%.2g, %s",
 		b, metric, pct(v.Ratio), a, pct(v.Lo), pct(v.Hi), v.PAdj, v.sample())
+}
+
+// Sentence is the primary verdict as a report opens with it: the
+// direction in words, then the figure with its interval ("b is 12.3%
+// slower than a: throughput 87.7% of a (95% CI 80.1–95.9%, p=0.01, 3
+// interleaved rounds)"). at places it ("at users=8"). Without an
+// interval the sentence gives the ratio and says why there is none.
+func (v Verdict) Sentence(at string) string {
+	a, b := v.LabelA, v.LabelB
+	if a == "" {
+		a, b = "A", "B"
+	}
+	if at != "" {
+		at = " " + at
+	}
+	metric, _, _ := strings.Cut(v.Metric, " (")
+	fig := fmt.Sprintf("%s %s of %s", metric, pct(v.Ratio), a)
+	switch {
+	case v.Insufficient != "":
+		return fmt.Sprintf("%s%s: %s; %s", b, at, fig, v.Insufficient)
+	case !v.Different:
+		return fmt.Sprintf("no difference detectable between %s and %s%s: %s (95%% CI %s–%s, p=%.2g, %s)",
+			b, a, at, fig, pct(v.Lo), pct(v.Hi), v.PAdj, v.sample())
+	}
+	dir := "slower"
+	d := 1 - v.Ratio
+	if v.Ratio > 1 {
+		dir, d = "faster", v.Ratio-1
+	}
+	if v.LowerIsBetter {
+		dir = map[string]string{"slower": "lower", "faster": "higher"}[dir]
+	}
+	return fmt.Sprintf("%s is %.1f%% %s than %s%s: %s (95%% CI %s–%s, p=%.2g, %s)",
+		b, 100*d, dir, a, at, fig, pct(v.Lo), pct(v.Hi), v.PAdj, v.sample())
 }
 
 // String is a secondary metric's verdict: "0.90x (worse), 95% CI [0.88,

@@ -88,10 +88,10 @@ func TestNoDifferenceHeadline(t *testing.T) {
 func TestTooFewRunsSaySo(t *testing.T) {
 	vs := []Verdict{Unpaired("tps", []float64{100}, []float64{90, 91, 92}, nil, nil), Paired("tps", []float64{1}, []float64{2}, nil)}
 	Decide(vs)
-	if !strings.Contains(vs[0].Insufficient, "1+3 runs, the test needs at least 2 in each group") || vs[0].Different {
+	if !strings.Contains(vs[0].Insufficient, "1+3 runs give no interval; 3 runs in each group or more give one") || vs[0].Different {
 		t.Errorf("1+3 runs: %+v", vs[0])
 	}
-	if !strings.Contains(vs[1].Insufficient, "1 round, the test needs at least 2") {
+	if !strings.Contains(vs[1].Insufficient, "1 round gives no interval; 3 rounds or more give one") {
 		t.Errorf("1 round: %+v", vs[1])
 	}
 	if !strings.Contains(vs[0].String(), "0.91x") {
@@ -255,4 +255,45 @@ func hostLevels(f func(int) float64, n int) []float64 {
 		v[i] = f(i)
 	}
 	return v
+}
+
+// Two rounds give a ratio and no interval: Student's multiplier at one
+// degree of freedom is 12.7, and two rounds 30% apart gave intervals such
+// as 20.6%–553.9% as headlines. Three rounds give one; an interval that
+// holds 1 and spans more than a factor of 2 is not given either.
+func TestSmallSampleRefusal(t *testing.T) {
+	two := Paired("throughput (tps)", []float64{100, 100}, []float64{80, 110}, nil)
+	if two.Insufficient == "" || !math.IsNaN(two.Lo) || !math.IsNaN(two.Hi) || !math.IsNaN(two.P) {
+		t.Fatalf("2 rounds gave an interval: %+v", two)
+	}
+	if !strings.Contains(two.Insufficient, "2 interleaved rounds give no interval") || !strings.Contains(two.Insufficient, "3 rounds or more give one") {
+		t.Errorf("2 rounds: %q does not say what would give an interval", two.Insufficient)
+	}
+	if math.Abs(two.Ratio-math.Sqrt(0.8*1.1)) > 1e-9 {
+		t.Errorf("the ratio is the rounds' geometric mean: %v", two.Ratio)
+	}
+	two.Primary = true
+	if h := two.Headline(); strings.Contains(h, "CI") || !strings.Contains(h, "93.8% of A") {
+		t.Errorf("2 rounds' headline: %q", h)
+	}
+	// The same spread over three rounds gives an interval.
+	three := Paired("throughput (tps)", []float64{100, 100, 100}, []float64{95, 100, 105}, nil)
+	if three.Insufficient != "" || math.IsNaN(three.Lo) {
+		t.Errorf("3 rounds gave no interval: %+v", three)
+	}
+	// Three rounds that disagree wildly: the interval would hold 1 and
+	// span more than twice: no interval.
+	wild := Paired("throughput (tps)", []float64{100, 100, 100}, []float64{40, 100, 250}, nil)
+	if !strings.Contains(wild.Insufficient, "no useful interval") || !math.IsNaN(wild.Lo) {
+		t.Errorf("a 3-round interval spanning more than 2x was given: %+v", wild)
+	}
+	// Wide but away from 1: the direction is a finding, the interval kept.
+	far := Paired("throughput (tps)", []float64{100, 100, 100}, []float64{300, 500, 900}, nil)
+	if far.Insufficient != "" || !(far.Lo > 1) {
+		t.Errorf("an interval clear of 1 was dropped: %+v", far)
+	}
+	// 2+2 independent runs: Welch's degrees of freedom are below 2.
+	if u := Unpaired("tps", []float64{100, 104}, []float64{90, 99}, nil, nil); u.Insufficient == "" || !math.IsNaN(u.Lo) {
+		t.Errorf("2+2 runs gave an interval: %+v", u)
+	}
 }

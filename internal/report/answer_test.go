@@ -1,10 +1,12 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
 )
 
@@ -41,8 +43,8 @@ func TestOneAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := strings.Join(c.headlines(), "\n")
-	if !strings.Contains(hs, "b throughput at equal CPU") {
+	hs := strings.Join(headlines(c.Answer()), "\n")
+	if !strings.Contains(hs, "b is 10.0% slower than a at equal CPU") {
 		t.Errorf("the sweep's answer is not throughput at equal CPU:\n%s", hs)
 	}
 	if strings.Contains(hs, "b throughput = ") {
@@ -55,7 +57,7 @@ func TestOneAnswer(t *testing.T) {
 	if err := CompareText(&text, c); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(strings.SplitN(text.String(), "the answer\n", 2)[1], "    b throughput at equal CPU") {
+	if !strings.HasPrefix(strings.SplitN(text.String(), "the answer\n", 2)[1], "    b is 10.0% slower than a at equal CPU") {
 		t.Errorf("the text report does not open with the answer:\n%s", text.String())
 	}
 }
@@ -116,7 +118,10 @@ func TestOverHosts(t *testing.T) {
 			t.Errorf("no %q:\n%s", want, out)
 		}
 	}
-	if f := strings.Fields(strings.SplitN(out, "efficiency of the targets added", 2)[1]); len(f) < 7 || f[5] != "100%" || f[6] != "100%" {
+	if !strings.Contains(out, "    efficiency of the targets added: 100% (1+1 runs give no interval") {
+		t.Errorf("the answer is not the efficiency of the targets added:\n%s", out)
+	}
+	if f := strings.Fields(strings.SplitN(out, "efficiency of the targets added (", 2)[1]); len(f) < 7 || f[5] != "100%" || f[6] != "100%" {
 		t.Errorf("efficiency %q, want 100%% for twice the targets at twice the throughput:\n%s", f, out)
 	}
 	if f := strings.Fields(strings.SplitN(out, "\n    targets", 2)[1]); len(f) < 3 || f[0] != "4" || f[1] != "8" || f[2] != "2.00x" {
@@ -161,5 +166,141 @@ func TestTimedWaitsSideBySide(t *testing.T) {
 	// Most time first over the groups.
 	if strings.Index(out, "innodb_log_file") > strings.Index(out, "log_sys_mutex") {
 		t.Errorf("events not ordered by time:\n%s", out)
+	}
+}
+
+// Study 005: the answer names the versions and their compilers, a
+// compiler that differs is a caveat, and settings whose defaults differ
+// by packaging are apart from those the version changed.
+func TestVersionsAnswer(t *testing.T) {
+	a, fa := runs(t, "pg15", 3, 1)
+	b, fb := runs(t, "pg17", 3, 0.85)
+	for _, r := range a {
+		r.Disclosure.Database = &result.Database{Version: "15.18 (Debian 15.18-0+deb12u1)",
+			Build:    "PostgreSQL 15.18 (Debian 15.18-0+deb12u1) on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14+deb12u1) 12.2.0, 64-bit",
+			Defaults: map[string]string{"unix_socket_directories": "/var/run/postgresql", "krb_server_keyfile": "FILE:/etc/postgresql-common/krb5.keytab", "vacuum_buffer_usage_limit": ""}}
+	}
+	for _, r := range b {
+		r.Disclosure.Database = &result.Database{Version: "17.2",
+			Build:    "PostgreSQL 17.2 on x86_64-pc-linux-gnu, compiled by gcc (Ubuntu 7.5.0-3ubuntu1~18.04) 7.5.0, 64-bit",
+			Defaults: map[string]string{"unix_socket_directories": "/tmp", "krb_server_keyfile": "FILE:/usr/local/etc/krb5.keytab", "vacuum_buffer_usage_limit": ""}}
+	}
+	// A default the version changed.
+	a[0].Disclosure.Database.Defaults["jit"] = "off"
+	b[0].Disclosure.Database.Defaults["jit"] = "on"
+	c := NewComparison([]compare.Group{{Label: "pg15", Runs: a, Files: fa}, {Label: "pg17", Runs: b, Files: fb}})
+	an := c.Answer()
+	if len(an.Sentences) != 2 || !strings.HasPrefix(an.Sentences[0], "pg17 is 15.") ||
+		an.Sentences[1] != "servers pg15: 15.18 (Debian 15.18-0+deb12u1) built by gcc 12.2.0 against pg17: 17.2 built by gcc 7.5.0" {
+		t.Errorf("sentences %q", an.Sentences)
+	}
+	if j := strings.Join(an.Assessment.Lines, "\n"); !strings.Contains(j, "BUILD DIFFERS: the servers were built by different compilers (gcc 12.2.0 against gcc 7.5.0)") {
+		t.Errorf("caveats %q", an.Assessment.Lines)
+	}
+	var text strings.Builder
+	if err := CompareText(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	_, pack, _ := strings.Cut(out, "settings whose defaults differ by packaging")
+	_, ver, _ := strings.Cut(out, "settings whose defaults differ between the versions")
+	ver, _, _ = strings.Cut(ver, "settings whose defaults differ by packaging")
+	if !strings.Contains(pack, "unix_socket_directories") || !strings.Contains(pack, "krb_server_keyfile") || strings.Contains(pack, "jit") {
+		t.Errorf("packaging section:\n%s", out)
+	}
+	if !strings.Contains(ver, "jit") || strings.Contains(ver, "krb_server_keyfile") {
+		t.Errorf("the version's defaults section:\n%s", out)
+	}
+}
+
+// Study 004: a comparison of replays answers with pace, end state and
+// outcomes changed; show of a replay leads with them, and a replay that
+// fell behind says so there.
+func TestReplayAnswer(t *testing.T) {
+	replay := func(label string, secs float64, match int, changed int64, lagMs float64) *result.Run {
+		r := sample(t)
+		r.Label, r.Partial, r.PartialReason = label, false, ""
+		r.Replay = &result.Replay{Capture: "app.capture", CaptureSeconds: 20, ReplaySeconds: secs, Speed: 1,
+			EndState: &result.EndState{Match: match, Of: 4, Summary: fmt.Sprintf("end state: %d of 4 tables match", match)},
+			Lag:      &result.Histogram{Count: 10, P50Ms: lagMs / 2, MaxMs: lagMs}}
+		if changed > 0 {
+			r.Replay.Outcomes = []result.ReplayOutcome{{Kind: "new error", Count: changed, Fingerprint: "insert into t values (?)"}}
+		}
+		return r
+	}
+	a, b := replay("pg15", 20, 4, 0, 5), replay("pg17", 36.2, 4, 0, 12100)
+	c := NewComparison([]compare.Group{{Label: "pg15", Runs: []*result.Run{a}, Files: []string{"a.json"}},
+		{Label: "pg17", Runs: []*result.Run{b}, Files: []string{"b.json"}}})
+	an := c.Answer()
+	want := []string{"pg15 replayed in 1.00x its capture's time; end state 4 of 4 tables match; 0 outcomes changed",
+		"pg17 replayed in 1.81x its capture's time; end state 4 of 4 tables match; 0 outcomes changed; fell behind its pace by up to 12.1 s"}
+	if strings.Join(an.Sentences, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sentences %q", an.Sentences)
+	}
+	if an.Assessment.Grade != compare.ReadWithCare || !strings.HasPrefix(an.Assessment.Lines[0], "BEHIND PACE: 1 of 2 runs fell behind the capture's pace (b.json, lag p50 6.0 s, max 12.1 s)") {
+		t.Errorf("%s %q", an.Assessment.Label, an.Assessment.Lines)
+	}
+	// An end state unlike the application's is no finding.
+	d := replay("pg17", 20.5, 3, 7, 5)
+	an = NewComparison([]compare.Group{{Label: "pg15", Runs: []*result.Run{a}, Files: []string{"a.json"}},
+		{Label: "pg17", Runs: []*result.Run{d}, Files: []string{"d.json"}}}).Answer()
+	if an.Assessment.Label != "NOT A FINDING (END STATE DIFFERS)" || !strings.Contains(an.Sentences[1], "END STATE DIFFERS: 3 of 4 tables match; 7 outcomes changed") {
+		t.Errorf("%s %q", an.Assessment.Label, an.Sentences)
+	}
+	var out strings.Builder
+	if err := Text(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(strings.SplitN(out.String(), "\n\n", 2)[1], "\n  throughput")
+	if !strings.HasPrefix(first, "  answer       replayed in 1.81x its capture's time (20.0 s captured, 36.2 s replayed); end state 4 of 4 tables match; 0 outcomes changed; BEHIND its pace: lag p50 6.0 s, max 12.1 s\n  grade        READ WITH CARE (1 reason)") {
+		t.Errorf("show of a replay does not lead with pace and end state:\n%s", out.String())
+	}
+}
+
+// A single run whose throughput drifted says so in show, as compare does.
+func TestShowSaysDrift(t *testing.T) {
+	r := sample(t)
+	r.Partial, r.PartialReason = false, ""
+	for k := range 30 {
+		c := int64(1343)
+		if k >= 20 {
+			c = 620
+		}
+		r.Series = append(r.Series, metrics.Interval{At: float64(k + 1), Seconds: 1, Phase: "measure", Commits: c})
+	}
+	var out strings.Builder
+	if err := Text(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "  grade        READ WITH CARE (1 reason)\n               NOT STATIONARY: the run drifted more than 10% in throughput within its window (-54%)\n\n  throughput") {
+		t.Errorf("show does not say the run drifted:\n%s", out.String())
+	}
+}
+
+// Two rounds give a ratio and no interval, and the report is no finding;
+// the sweep's USL fit that failed is not kept, and says why.
+func TestTwoRoundsNoFinding(t *testing.T) {
+	a, fa := runs(t, "a", 2, 1)
+	b, fb := runs(t, "b", 2, 0.9)
+	for i := range a {
+		a[i].Round, b[i].Round = i+1, i+1
+	}
+	// Rounds 30% apart: the interval at one degree of freedom would be absurd.
+	b[1].Transactions[0].Committed = b[1].Transactions[0].Committed * 13 / 10
+	c := NewComparison([]compare.Group{{Label: "a", Runs: a, Files: fa}, {Label: "b", Runs: b, Files: fb}})
+	an := c.Answer()
+	if len(an.Sentences) != 1 || strings.Contains(an.Sentences[0], "CI") || !strings.Contains(an.Sentences[0], "give no interval") {
+		t.Errorf("sentences %q", an.Sentences)
+	}
+	if !strings.HasPrefix(an.Assessment.Label, "NOT A FINDING (NO INTERVAL)") {
+		t.Errorf("grade %s", an.Assessment.Label)
+	}
+	var text strings.Builder
+	if err := CompareText(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "throughput (tps)     b throughput = ") && strings.Contains(text.String(), "95% CI") &&
+		strings.Contains(strings.SplitN(text.String(), "throughput (tps)", 2)[1][:120], "CI") {
+		t.Errorf("the verdict table prints an interval from 2 rounds:\n%s", text.String())
 	}
 }

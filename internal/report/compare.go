@@ -26,6 +26,8 @@ type Comparison struct {
 	// for the verdicts and the side-by-side sections.
 	Sweep  *compare.Sweep
 	AtStep string
+
+	all []compare.Group // every run, a sweep's every step
 }
 
 // CompareOptions shape a comparison.
@@ -48,7 +50,7 @@ func NewComparison(gs []compare.Group) *Comparison {
 // NewComparisonWith computes the comparison of gs; a sweep's groups may
 // be one.
 func NewComparisonWith(gs []compare.Group, o CompareOptions) (*Comparison, error) {
-	c := &Comparison{}
+	c := &Comparison{all: gs}
 	for _, g := range gs {
 		c.Notes = append(c.Notes, compare.RunNotes(g)...)
 	}
@@ -185,7 +187,7 @@ func (c *Comparison) sections() []Table {
 		}
 	}
 	ts = append(ts, c.histograms()...)
-	for _, f := range []func() *Table{c.os, c.driverHost, c.diff, c.defaultsDiff, c.driverDiff} {
+	for _, f := range []func() *Table{c.os, c.driverHost, c.diff, c.defaultsDiff, c.packagingDiff, c.driverDiff} {
 		if t := f(); t != nil {
 			ts = append(ts, *t)
 		}
@@ -193,16 +195,13 @@ func (c *Comparison) sections() []Table {
 	return ts
 }
 
-// noteTable lists the runs to read with care, if any.
+// noteTable names the runs behind the answer's caveats, if any: the
+// answer counts them and names the worst.
 func (c *Comparison) noteTable() []Table {
-	if len(c.Notes) == 0 {
-		return nil
+	if t := caveatRuns(c.Answer().Assessment); t != nil {
+		return []Table{*t}
 	}
-	t := Table{Title: "runs to read with care", Columns: []string{"note"}}
-	for _, n := range c.Notes {
-		t.Rows = append(t.Rows, []string{n})
-	}
-	return []Table{t}
+	return nil
 }
 
 // title is the comparison's heading.
@@ -223,12 +222,7 @@ func CompareText(w io.Writer, c *Comparison) error {
 		p.f("  %s\n", d)
 	}
 	// The answer first, as the HTML report gives it.
-	if hs := c.headlines(); len(hs) > 0 {
-		p.f("\n  the answer\n")
-		for _, h := range hs {
-			p.f("    %s\n", h)
-		}
-	}
+	answerText(p, c.Answer())
 	for _, t := range c.Tables() {
 		p.f("\n  %s\n", t.Title)
 		widths := make([]int, len(t.Columns))

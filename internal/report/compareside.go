@@ -363,7 +363,22 @@ func (c *Comparison) defaultsDiff() *Table {
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label)
 	}
-	diffRows(t, c.Diff, func(d compare.Difference) bool { return d.Default })
+	diffRows(t, c.Diff, func(d compare.Difference) bool { return d.Default && !d.Packaging })
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// packagingDiff lists the settings whose defaults differ because of how
+// each server was built or packaged (paths), apart from those the
+// version changed.
+func (c *Comparison) packagingDiff() *Table {
+	t := &Table{Title: "settings whose defaults differ by packaging (paths a distribution or a build sets, not the version)", Columns: []string{"setting"}}
+	for _, g := range c.Groups {
+		t.Columns = append(t.Columns, g.Label)
+	}
+	diffRows(t, c.Diff, func(d compare.Difference) bool { return d.Packaging })
 	if len(t.Rows) == 0 {
 		return nil
 	}

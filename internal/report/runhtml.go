@@ -12,8 +12,9 @@ import (
 )
 
 // RunHTML writes one run as a self-contained page in the compare report's
-// style (show --html): throughput over time with the warm-up and the
-// outages shaded, each transaction type's latency histogram, the database
+// style (show --html): the answer first (throughput, sessions and errors,
+// their grade and caveats, throughput over time with the warm-up and the
+// outages shaded), each transaction type's latency histogram, the database
 // host's CPU over time, the load and IO profiles and top waits as tables,
 // and show's full text (the disclosure of the platform included). Inline
 // SVG only: it fetches nothing.
@@ -23,6 +24,7 @@ func RunHTML(w io.Writer, r *result.Run) error {
 	if r.Replay != nil {
 		unit = "statements/s"
 	}
+	var answer template.HTML
 	var charts []template.HTML
 	if len(r.Series) > 0 {
 		l := line{name: r.Label, colour: colour(0)}
@@ -40,7 +42,9 @@ func RunHTML(w io.Writer, r *result.Run) error {
 			}
 			shades = append(shades, shade{name: e.Kind, from: from, to: to})
 		}
-		charts = append(charts, lineChart("throughput over time (shaded: the warm-up, and each outage)", "seconds from the start", unit, []line{l}, shades...))
+		// The answer's chart: the throughput the headline gives, over time.
+		answer = lineChart(chart{title: "throughput over time (shaded: the warm-up, and each outage)", xLabel: "seconds from the start",
+			yLabel: unit, intX: true, plotH: answerPlotH}, []line{l}, shades...)
 	}
 	// Every type's latency in one chart: log2 buckets, % of its count.
 	var names []string
@@ -89,15 +93,12 @@ func RunHTML(w io.Writer, r *result.Run) error {
 		return err
 	}
 	headlines := []string{fmt.Sprintf("%.1f %s over %.0f s, %d sessions; %d errors", s.TPS, unit, s.DurationS, r.Driver.Users, s.Errors)}
-	if r.Failed {
-		headlines = append(headlines, "FAILED: "+r.FailedReason)
+	if r.Replay != nil {
+		headlines = []string{replayAnswer(r.Replay)}
 	}
-	return runPage.Execute(w, struct {
-		Title, Disclaimer, Text string
-		Headlines               []string
-		Charts                  []template.HTML
-		Tables                  []Table
-	}{fmt.Sprintf("%s: %s", r.Label, r.Workload.Name), r.Workload.Disclaimer, text.String(), headlines, charts, tables})
+	a := RunAssessment(r)
+	return runPage.Execute(w, pageData{Title: fmt.Sprintf("%s: %s", r.Label, r.Workload.Name), Disclaimer: r.Workload.Disclaimer,
+		Headlines: headlines, Grade: a.Label, Caveats: a.Lines, Answer: answer, Charts: charts, Tables: tables, Text: text.String()})
 }
 
 // runPage is the compare report's page with show's text at its end.

@@ -43,6 +43,15 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 			sl.With, time.Duration(sl.SliceS*float64(time.Second)), r.MeasureEnd.Sub(r.MeasureStart).Seconds())
 	}
 	p.f("\n")
+	if r.Replay != nil {
+		p.f("  answer       %s\n", replayAnswer(r.Replay))
+	}
+	a := RunAssessment(r)
+	p.f("  grade        %s\n", a.Label)
+	for _, l := range a.Lines {
+		p.f("               %s\n", l)
+	}
+	p.f("\n")
 	line := fmt.Sprintf("  throughput   %.1f tps   %.0f tpm", s.TPS, s.TPM)
 	if r.Replay != nil {
 		line = fmt.Sprintf("  throughput   %.1f statements/s (completed without error)", s.TPS)

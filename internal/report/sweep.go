@@ -174,43 +174,7 @@ func (c *Comparison) sweepTables() []Table {
 			ts = append(ts, at)
 		}
 	}
-	if len(s.Caveats) > 0 {
-		cv := Table{Title: "what undermines the sweep's figures", Columns: []string{"caveat"}}
-		for _, c := range s.Caveats {
-			cv.Rows = append(cv.Rows, []string{c})
-		}
-		ts = append(ts, cv)
-	}
 	return ts
-}
-
-// sweepHeadlines say what the sweep found, in the studies' words.
-func (c *Comparison) sweepHeadlines() []string {
-	s := c.Sweep
-	if s == nil {
-		return nil
-	}
-	var out []string
-	// One answer: throughput at equal CPU where the groups have one; the
-	// gain per doubling otherwise (a sweep over CPUs, or one group).
-	if s.Scaling && (math.IsNaN(s.EqualAt) || len(s.EqualCPU) < 2) {
-		for _, g := range s.Groups {
-			if !math.IsNaN(g.GainPerDoubling) {
-				out = append(out, fmt.Sprintf("%s: each doubling of %s gives %.2fx throughput (%s=%s to %s)", g.Label, s.Param,
-					g.GainPerDoubling, s.Param, stepValue(g.Steps[0].Value), stepValue(g.Steps[len(g.Steps)-1].Value)))
-			}
-		}
-	}
-	if !math.IsNaN(s.EqualAt) {
-		for _, e := range s.EqualCPU[1:] {
-			line := fmt.Sprintf("%s throughput at equal CPU (%.1f%%) = %.1f%% of %s", e.Label, s.EqualAt, 100*e.Ratio, s.Groups[0].Label)
-			if !math.IsNaN(e.Lo) {
-				line += fmt.Sprintf(" (95%% CI %.1f–%.1f%%)", 100*e.Lo, 100*e.Hi)
-			}
-			out = append(out, line)
-		}
-	}
-	return append(out, s.Caveats...)
 }
 
 // stepRatio is a step's throughput ratio against the baseline, with its

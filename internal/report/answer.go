@@ -1,0 +1,361 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/result"
+)
+
+// Answer is what a comparison opens with: the study's own figure in one
+// sentence per group against the baseline, with its interval and the
+// direction in words; the grade the caveats give it (docs/statistics.md,
+// "The grade"); and what a reader needs beside the figure to read it.
+type Answer struct {
+	Sentences  []string           `json:"sentences"`
+	Assessment compare.Assessment `json:"assessment"`
+	// Notes explain the figure where the report shows another that looks
+	// alike (why the equal-CPU interval is tighter than the top step's).
+	Notes []string `json:"notes,omitempty"`
+	// Finding is where the platform took time, when that held in every
+	// run.
+	Finding []string `json:"findings,omitempty"`
+}
+
+// Answer builds the comparison's answer. The study decides the figure: a
+// sweep's is throughput at equal CPU, or the gain per doubling where
+// there is no equal-CPU point; several targets per run, the efficiency
+// of the targets added; replays, pace and end state; otherwise the
+// throughput verdict, with the servers' versions and builds when those
+// differ.
+func (c *Comparison) Answer() Answer {
+	var a Answer
+	cs := compare.GroupCaveats(c.all...)
+	s := c.Sweep
+	if s != nil { // the runs' caveats, and the curves'
+		cs = append([]compare.Caveat(nil), s.Caveats...)
+	}
+	runs := 0
+	for _, g := range c.all {
+		runs += len(g.Runs)
+	}
+	switch {
+	case s != nil && !math.IsNaN(s.EqualAt) && len(s.EqualCPU) > 1:
+		for _, e := range s.EqualCPU[1:] {
+			at := fmt.Sprintf(" at equal CPU (%.1f%%)", s.EqualAt)
+			sentence, caveat := ratioSentence(e.Label, s.Groups[0].Label, e.Ratio, e.Lo, e.Hi, at, "bootstrap over every step's runs")
+			a.Sentences = append(a.Sentences, sentence)
+			cs = append(cs, caveat...)
+		}
+		if len(c.Groups) > 1 && c.AtStep != "" {
+			a.Notes = append(a.Notes, fmt.Sprintf("the equal-CPU interval draws on the runs of every step (%d), through each group's curve; the verdict at %s in the table below rests on that step's runs alone, so its interval is wider, or absent",
+				runs, c.AtStep))
+		}
+	case s != nil && s.Scaling:
+		for _, g := range s.Groups {
+			if g.Gain == nil || math.IsNaN(g.GainPerDoubling) {
+				continue
+			}
+			first, last := g.Steps[0].Value, g.Steps[len(g.Steps)-1].Value
+			line := fmt.Sprintf("%s: each doubling of %s gives %.2fx throughput (%s=%s to %s", g.Label, s.Param, g.GainPerDoubling, s.Param, stepValue(first), stepValue(last))
+			if v := g.Gain; v.Insufficient == "" {
+				line += fmt.Sprintf(", 95%% CI %.2fx–%.2fx)", v.Lo, v.Hi)
+			} else {
+				line += "; " + v.Insufficient + ")"
+			}
+			a.Sentences = append(a.Sentences, line)
+			cs = append(cs, compare.VerdictCaveats(*g.Gain)...)
+		}
+	case len(c.Groups) > 1 && c.each(func(r *result.Run) bool { return r.Replay != nil }):
+		a.Sentences = c.replaySentences()
+	default:
+		multi := c.each(func(r *result.Run) bool { return len(r.Parts) > 1 })
+		for i, g := range c.Groups[1:] {
+			for _, v := range c.Verdicts[i] {
+				if !v.Primary {
+					continue
+				}
+				at := ""
+				if c.AtStep != "" {
+					at = " at " + c.AtStep
+				}
+				if multi {
+					a.Sentences = append(a.Sentences, c.hostsSentence(c.Groups[0], g, v))
+				} else {
+					a.Sentences = append(a.Sentences, v.Sentence(at))
+				}
+				cs = append(cs, compare.VerdictCaveats(v)...)
+			}
+		}
+		if v := c.versions(); v != "" {
+			a.Sentences = append(a.Sentences, v)
+		}
+		cs = append(cs, c.buildCaveats()...)
+	}
+	for _, g := range c.Groups[1:] {
+		if f, tested := compare.PlatformFinding(c.Groups[0], g); f != "" && tested {
+			a.Finding = append(a.Finding, f)
+		}
+	}
+	a.Assessment = compare.Assess(cs, runs)
+	return a
+}
+
+// ratioSentence is a figure of b against a with its 95% interval: the
+// direction in words first ("b is 42.6% faster than a at equal CPU
+// (59.0%)"), then the figure. An interval that is absent or too wide to
+// inform is not printed; the caveat says so.
+func ratioSentence(b, a string, ratio, lo, hi float64, at, how string) (string, []compare.Caveat) {
+	fig := fmt.Sprintf("throughput %.1f%% of %s", 100*ratio, a)
+	switch {
+	case math.IsNaN(lo) || math.IsNaN(hi):
+		why := "one run a step gives no interval; --repeat 3 gives one"
+		return fmt.Sprintf("%s made %.1f%% of %s's throughput%s; %s", b, 100*ratio, a, at, why),
+			[]compare.Caveat{{Kind: compare.KindNoInterval, Text: why}}
+	case lo <= 1 && hi >= 1 && hi/lo > 2:
+		why := "the runs disagree too much for a useful interval (it would span more than a factor of 2); more runs a step narrow it"
+		return fmt.Sprintf("%s made %.1f%% of %s's throughput%s; %s", b, 100*ratio, a, at, why),
+			[]compare.Caveat{{Kind: compare.KindNoInterval, Text: why}}
+	case lo <= 1 && hi >= 1:
+		return fmt.Sprintf("no difference detectable between %s and %s%s: %s (95%% CI %.1f–%.1f%%, %s)", b, a, at, fig, 100*lo, 100*hi, how), nil
+	}
+	return fmt.Sprintf("%s is %s than %s%s: %s (95%% CI %.1f–%.1f%%, %s)", b, faster(ratio), a, at, fig, 100*lo, 100*hi, how), nil
+}
+
+// faster says a throughput ratio in words: "42.6% faster", "12.3% slower".
+func faster(ratio float64) string {
+	if ratio >= 1 {
+		return fmt.Sprintf("%.1f%% faster", 100*(ratio-1))
+	}
+	return fmt.Sprintf("%.1f%% slower", 100*(1-ratio))
+}
+
+// hostsSentence is study 003's figure: the efficiency of the targets
+// added (throughput ratio over targets ratio: 100% when each target
+// added brings as much as each had), its interval from the throughput
+// verdict's, and the per-target throughputs.
+func (c *Comparison) hostsSentence(a, b compare.Group, v compare.Verdict) string {
+	targets := func(g compare.Group) float64 {
+		var n []float64
+		for _, r := range g.Runs {
+			n = append(n, float64(max(len(r.Parts), 1)))
+		}
+		return compare.Median(n)
+	}
+	hosts := func(g compare.Group) float64 {
+		var n []float64
+		for _, r := range g.Runs {
+			n = append(n, float64(r.DatabaseHosts()))
+		}
+		return compare.Median(n)
+	}
+	ta, tb := targets(a), targets(b)
+	if ta == tb {
+		return v.Sentence("")
+	}
+	k := tb / ta
+	line := fmt.Sprintf("efficiency of the targets added: %.0f%%", 100*v.Ratio/k)
+	if v.Insufficient == "" {
+		line += fmt.Sprintf(" (95%% CI %.0f–%.0f%%)", 100*v.Lo/k, 100*v.Hi/k)
+	} else {
+		line += " (" + v.Insufficient + ")"
+	}
+	line += fmt.Sprintf(": %s's %g targets on %g database host(s) made %.2fx the throughput of %s's %g on %g; per target %s against %s tps (100%% = each target added brings as much as each had)",
+		b.Label, tb, hosts(b), v.Ratio, a.Label, ta, hosts(a), trim(v.MedianB/tb), trim(v.MedianA/ta))
+	return line
+}
+
+// replaySentences are study 004's figure for each group: how long the
+// replays took against their captures, their end states and the
+// statements whose outcome changed.
+func (c *Comparison) replaySentences() []string {
+	var out []string
+	for _, g := range c.Groups {
+		var pace []float64
+		var changed int64
+		ends := map[string]bool{}
+		var lag float64
+		for _, r := range g.Runs {
+			rp := r.Replay
+			if rp == nil {
+				continue
+			}
+			if rp.CaptureSeconds > 0 {
+				pace = append(pace, rp.ReplaySeconds/rp.CaptureSeconds)
+			}
+			changed += rp.Divergent()
+			ends[endStateWords(rp)] = true
+			if rp.Lag != nil {
+				lag = max(lag, rp.Lag.MaxMs/1000)
+			}
+		}
+		if len(pace) == 0 {
+			continue
+		}
+		var es []string
+		for e := range ends {
+			es = append(es, e)
+		}
+		line := fmt.Sprintf("%s replayed in %.2fx its capture's time; %s; %d %s changed", g.Label, compare.Median(pace),
+			strings.Join(es, ", "), changed, plural(changed, "outcome", "outcomes"))
+		if lag > 1 {
+			line += fmt.Sprintf("; fell behind its pace by up to %s", compare.Seconds(lag))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// endStateWords is a replay's end state in a few words.
+func endStateWords(rp *result.Replay) string {
+	es := rp.EndState
+	switch {
+	case es == nil && rp.EndStateSkipped != "":
+		return "end state not verified (" + rp.EndStateSkipped + ")"
+	case es == nil:
+		return "end state not checked"
+	case rp.EndStateDiffers():
+		return fmt.Sprintf("END STATE DIFFERS: %d of %d tables match", es.Match+es.ClockOnly+es.Explained, es.Of)
+	}
+	return fmt.Sprintf("end state %d of %d tables match", es.Match+es.ClockOnly+es.Explained, es.Of)
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// versions is study 005's second sentence: the servers' versions and
+// builds, when they differ between the groups.
+func (c *Comparison) versions() string {
+	var ver, build []string
+	for _, d := range c.Diff {
+		switch d.Key {
+		case "disclosure.database.version":
+			ver = d.Values
+		case "disclosure.database.build":
+			build = d.Values
+		}
+	}
+	if ver == nil && build == nil {
+		return ""
+	}
+	var parts []string
+	for i, g := range c.Groups {
+		s := g.Label + ":"
+		if ver != nil {
+			s += " " + versionWords(ver[i])
+		}
+		if build != nil {
+			if cc := compiler(build[i]); cc != "" {
+				s += " built by " + cc
+			}
+		}
+		parts = append(parts, s)
+	}
+	return "servers " + strings.Join(parts, " against ")
+}
+
+// buildCaveats: servers of the groups built by different compilers (a
+// distribution's package against a portable archive) differ in more than
+// their version.
+func (c *Comparison) buildCaveats() []compare.Caveat {
+	for _, d := range c.Diff {
+		if d.Key != "disclosure.database.build" {
+			continue
+		}
+		var ccs []string
+		for _, v := range d.Values {
+			ccs = append(ccs, compiler(v))
+		}
+		for _, cc := range ccs[1:] {
+			if cc != ccs[0] {
+				return []compare.Caveat{{Kind: compare.KindBuild, Text: fmt.Sprintf("the servers were built by different compilers (%s): the figure is not the version's alone; run both sides from the same kind of build (--pg-dist or --pg-bin for each)",
+					strings.Join(ccs, " against "))}}
+			}
+		}
+	}
+	return nil
+}
+
+var compiledBy = regexp.MustCompile(`compiled by ([^,]+)`)
+var compilerVersion = regexp.MustCompile(`^(\S+)\s.*?(\d+(\.\d+)+)\s*$`)
+
+// compiler reads the compiler from a server's build string: "gcc 12.2.0"
+// from "... compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit".
+func compiler(build string) string {
+	m := compiledBy.FindStringSubmatch(build)
+	if m == nil {
+		return ""
+	}
+	cc := strings.TrimSpace(m[1])
+	if v := compilerVersion.FindStringSubmatch(cc); v != nil {
+		return v[1] + " " + v[2]
+	}
+	return cc
+}
+
+// versionWords shortens a version string to its number and packager:
+// "15.18 (Debian 15.18-0+deb12u1)" stays, a build string is cut at " on ".
+func versionWords(v string) string {
+	v, _, _ = strings.Cut(v, " on ")
+	return strings.TrimPrefix(v, "PostgreSQL ")
+}
+
+// answerText writes the answer for a terminal.
+func answerText(p *printer, a Answer) {
+	p.f("\n  the answer\n")
+	for _, s := range a.Sentences {
+		p.f("    %s\n", s)
+	}
+	p.f("    grade: %s\n", a.Assessment.Label)
+	for _, l := range a.Assessment.Lines {
+		p.f("      %s\n", l)
+	}
+	for _, n := range a.Notes {
+		p.f("    note: %s\n", n)
+	}
+	for _, f := range a.Finding {
+		p.f("    where the time went: %s\n", f)
+	}
+}
+
+// caveatRuns is the details section: the runs behind each caveat's line.
+func caveatRuns(a compare.Assessment) *Table {
+	if len(a.Runs) == 0 {
+		return nil
+	}
+	t := &Table{Title: "the runs behind the caveats", Columns: []string{"caveat", "runs"}}
+	for _, k := range a.Runs {
+		t.Rows = append(t.Rows, []string{k.Title, strings.Join(k.Files, ", ")})
+	}
+	return t
+}
+
+// RunAssessment grades one run's figures by the rules a comparison's
+// answer is graded by (its caveats: drift, a busy host, the driver, ...).
+func RunAssessment(r *result.Run) compare.Assessment {
+	return compare.Assess(compare.RunCaveats(r, ""), 1)
+}
+
+// replayAnswer is study 004's figure for one replay: its pace against
+// the capture, its end state, the outcomes that changed, and how far it
+// fell behind its pace.
+func replayAnswer(rp *result.Replay) string {
+	line := ""
+	if rp.CaptureSeconds > 0 {
+		line = fmt.Sprintf("replayed in %.2fx its capture's time (%s captured, %s replayed); ", rp.ReplaySeconds/rp.CaptureSeconds,
+			compare.Seconds(rp.CaptureSeconds), compare.Seconds(rp.ReplaySeconds))
+	}
+	n := rp.Divergent()
+	line += fmt.Sprintf("%s; %d %s changed", endStateWords(rp), n, plural(n, "outcome", "outcomes"))
+	if l := rp.Lag; l != nil && l.MaxMs > 1000 {
+		line += fmt.Sprintf("; BEHIND its pace: lag p50 %s, max %s", compare.Seconds(l.P50Ms/1000), compare.Seconds(l.MaxMs/1000))
+	}
+	return line
+}
