@@ -188,9 +188,9 @@ type SweepGroup struct {
 	// Gain is the verdict behind GainPerDoubling: the last step's runs
 	// against the first's (independent runs), its ratio and interval
 	// taken to the power of one over the doublings between them.
-	Gain            *Verdict `json:"gain,omitempty"`
-	USL             *USL     `json:"usl,omitempty"`
-	USLNote         string  `json:"usl_note,omitempty"` // why there is no fit
+	Gain    *Verdict `json:"gain,omitempty"`
+	USL     *USL     `json:"usl,omitempty"`
+	USLNote string   `json:"usl_note,omitempty"` // why there is no fit
 }
 
 // Step is one step of one platform: the median of its runs.
