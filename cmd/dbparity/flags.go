@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/runner"
@@ -70,17 +73,17 @@ func targetFlags(name string) (*flag.FlagSet, *common) {
 	fs.SetOutput(io.Discard)
 	c := &common{}
 	t := &c.opts.Target
-	fs.Var(&c.targets, "target", "database URL: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db); repeat it to load, check or run several targets (run drives them at once)")
+	fs.Var(&c.targets, "target", "database `URL`: postgres://USER@HOST:PORT/DB or sqlite://PATH (default sqlite://dbparity-data/dbparity.db); repeat it to load, check or run several targets (run drives them at once)")
 	fs.StringVar(&t.Managed, "managed", "", "start a throw-away local server instead of --target: postgres or mariadb")
 	fs.StringVar(&t.PGBin, "pg-bin", "", "managed: directory of initdb, pg_ctl and postgres (default: found on PATH)")
 	fs.Var(major{&t.PGVersion}, "pg-version", "managed: the PostgreSQL major `version` to run (14 to 18): from --pg-bin, the local installation, --pg-dist or an archive in dbparity-data/pg-dist (default: the local binaries)")
 	fs.StringVar(&t.PGDist, "pg-dist", "", "managed, with --pg-version: an archive of that version's binaries to unpack once into dbparity-data/pg-dist (a .jar of "+managed.DistArtifact+", or its .txz)")
 	fs.StringVar(&t.PGData, "pg-data", "", "managed: cluster directory, kept between commands (default dbparity-data/pg, or dbparity-data/pgN with --pg-version N)")
-	fs.Var(&c.pgSet, "pg-set", "managed: server setting name=value (repeatable)")
+	fs.Var(&c.pgSet, "pg-set", "managed: a server setting `name=value` (repeatable)")
 	fs.StringVar(&t.PGConf, "pg-conf", "", "managed: file of postgresql.conf lines")
 	fs.StringVar(&t.MyBin, "my-bin", "", "managed mariadb: directory of mariadbd and mariadb-install-db (default: found on PATH, /usr/sbin, /usr/bin)")
 	fs.StringVar(&t.MyData, "my-data", "", "managed mariadb: data directory, kept between commands (default dbparity-data/mariadb)")
-	fs.Var(&c.mySet, "my-set", "managed mariadb: server option name=value (repeatable)")
+	fs.Var(&c.mySet, "my-set", "managed mariadb: a server option `name=value` (repeatable)")
 	fs.StringVar(&t.MyConf, "my-conf", "", "managed mariadb: option file ([mysqld] lines)")
 	fs.StringVar(&t.PGPreset, "pg-preset", "", "managed: named settings, overridden by --pg-conf and --pg-set: small-cache (16 MB shared_buffers, SLOB's method)")
 	fs.StringVar(&t.MyPreset, "my-preset", "", "managed mariadb: named settings, overridden by --my-conf and --my-set: small-cache (16 MB InnoDB buffer pool, SLOB's method)")
@@ -110,7 +113,7 @@ func workloadArg(args []string) string {
 // otherWorkloadsHelp lists the flags of the workloads not chosen (their
 // flags exist only with --workload NAME), so that --help shows them all.
 func (c *common) otherWorkloadsHelp(w io.Writer) {
-	if c.opts.Workload == nil {
+	if c == nil || c.opts.Workload == nil {
 		return
 	}
 	for _, name := range workload.Names() {
@@ -123,14 +126,15 @@ func (c *common) otherWorkloadsHelp(w io.Writer) {
 		}
 		wf := flag.NewFlagSet(name, flag.ContinueOnError)
 		other.Flags(wf)
-		n := 0
-		wf.VisitAll(func(*flag.Flag) { n++ })
-		if n == 0 {
+		var fl []*flag.Flag
+		wf.VisitAll(func(f *flag.Flag) { fl = append(fl, f) })
+		if len(fl) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\nflags of --workload %s (given with it):\n", name)
-		wf.SetOutput(w)
-		wf.PrintDefaults()
+		for _, f := range fl {
+			printFlag(w, f)
+		}
 	}
 }
 
@@ -138,10 +142,7 @@ func (c *common) otherWorkloadsHelp(w io.Writer) {
 func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fmt.Fprintf(os.Stdout, "usage: %s [flags]\n\nflags:\n", fs.Name())
-			fs.PrintDefaults()
-			c.otherWorkloadsHelp(os.Stdout)
+			printHelp(os.Stdout, fs, c, "")
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see %s --help)", err, fs.Name())}
@@ -183,6 +184,8 @@ type positive struct {
 	min time.Duration // the least that makes sense; 0: anything above 0
 }
 
+func (positive) kind() string { return "duration" }
+
 func (p positive) String() string {
 	if p.d == nil {
 		return "0s"
@@ -212,6 +215,8 @@ type count struct{ n *int }
 // dbparity manages.
 type major struct{ n *int }
 
+func (major) kind() string { return "version" }
+
 func (m major) String() string {
 	if m.n == nil || *m.n == 0 {
 		return ""
@@ -227,6 +232,8 @@ func (m major) Set(s string) error {
 	*m.n = n
 	return nil
 }
+
+func (count) kind() string { return "N" }
 
 func (c count) String() string {
 	if c.n == nil {
@@ -280,15 +287,13 @@ func notAnInput(flagName, out string, inputs ...string) error {
 }
 
 // parseOwn parses a command's own flags, which may follow its files;
-// usageLine is printed with --help and named in errors.
+// usageLine is named in errors (--help prints the command's help).
 func parseOwn(fs *flag.FlagSet, args []string, usageLine string, valued ...string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	flags, files := splitArgs(args, valued...)
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: " + usageLine)
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
+			printHelp(os.Stdout, fs, nil, "")
 			return nil, err
 		}
 		return nil, runner.UsageError{Err: fmt.Errorf("%v (usage: %s)", err, usageLine)}
@@ -317,3 +322,205 @@ func splitArgs(args []string, valued ...string) (flags, files []string) {
 	}
 	return flags, files
 }
+
+// helpWidth is the width --help keeps to: a terminal's.
+const helpWidth = 80
+
+// printHelp prints a command's --help: its usage and summary; its flags,
+// each once with its default once, under headings when the command
+// takes a target (c: its common flags; nil for a command of its own
+// flags); the flags of the workloads not chosen; after, a text of the
+// command's own; and its examples.
+func printHelp(w io.Writer, fs *flag.FlagSet, c *common, after string) {
+	name := strings.TrimPrefix(fs.Name(), "dbparity ")
+	cmd := commandNamed(name)
+	usage := []string{"[flags]"}
+	if cmd != nil && len(cmd.usage) > 0 {
+		usage = cmd.usage
+	}
+	for i, u := range usage {
+		lead := "usage: "
+		if i > 0 {
+			lead = "       "
+		}
+		// An optional part, [--duration D], stays on one line.
+		depth := 0
+		u = strings.Map(func(r rune) rune {
+			switch {
+			case r == '[':
+				depth++
+			case r == ']':
+				depth--
+			case r == ' ' && depth > 0:
+				return '\x1f'
+			}
+			return r
+		}, u)
+		var b strings.Builder
+		wrapText(&b, lead, strings.Repeat(" ", len(lead)+4), "dbparity "+name+" "+u)
+		fmt.Fprint(w, strings.ReplaceAll(b.String(), "\x1f", " "))
+	}
+	if cmd != nil {
+		fmt.Fprintln(w)
+		wrapText(w, "", "", strings.ToUpper(cmd.summary[:1])+cmd.summary[1:]+".")
+	}
+	groups := map[string][]*flag.Flag{}
+	fs.VisitAll(func(f *flag.Flag) {
+		h := "flags"
+		if c != nil {
+			h = flagHeading(name, f.Name)
+		}
+		groups[h] = append(groups[h], f)
+	})
+	for _, fl := range groups {
+		if c != nil {
+			// The flags most commands are given first, then by name.
+			slices.SortStableFunc(fl, func(a, b *flag.Flag) int { return leadingFlag(a.Name) - leadingFlag(b.Name) })
+		}
+	}
+	for _, h := range []string{"flags", "target", "workload", "run", name, "collectors", "output"} {
+		if len(groups[h]) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", h)
+		for _, f := range groups[h] {
+			printFlag(w, f)
+		}
+		delete(groups, h)
+		if h == "workload" {
+			c.otherWorkloadsHelp(w)
+		}
+	}
+	if after != "" {
+		fmt.Fprint(w, "\n"+after)
+		if !strings.HasSuffix(after, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+	if cmd != nil && len(cmd.examples) > 0 {
+		fmt.Fprintln(w, "\nexamples:")
+		for _, e := range cmd.examples {
+			fmt.Fprintln(w, "  "+e)
+		}
+	}
+}
+
+// leadingFlag orders a heading's flags: these before the others.
+func leadingFlag(name string) int {
+	if i := slices.Index([]string{"target", "managed", "workload", "capture", "users", "duration"}, name); i >= 0 {
+		return i - 100
+	}
+	return 0
+}
+
+// printFlag prints one flag: --name and its kind of value, then its usage
+// wrapped to helpWidth, with the flag's default added when the usage does
+// not already say it (the flag package would add it a second time).
+func printFlag(w io.Writer, f *flag.Flag) {
+	kind, usage := flag.UnquoteUsage(f)
+	if k, ok := f.Value.(interface{ kind() string }); ok && kind == "value" {
+		kind = k.kind()
+	}
+	head := "  --" + f.Name
+	if kind != "" {
+		head += " " + kind
+	}
+	fmt.Fprintln(w, head)
+	if !strings.Contains(usage, "(default") && !zeroDefault(f) {
+		if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+			usage += fmt.Sprintf(" (default %q)", f.DefValue)
+		} else {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+	}
+	wrapText(w, "      ", "      ", usage)
+}
+
+// zeroDefault tells whether f's default is its type's zero value, which
+// --help does not show (as the flag package decides).
+func zeroDefault(f *flag.Flag) (zero bool) {
+	t := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	} else {
+		z = reflect.Zero(t)
+	}
+	defer func() {
+		if recover() != nil {
+			zero = f.DefValue == ""
+		}
+	}()
+	return f.DefValue == z.Interface().(flag.Value).String()
+}
+
+// wrapText writes text in lines of at most helpWidth, the first after
+// first, the others after indent (a word longer than a line stays whole).
+func wrapText(w io.Writer, first, indent, text string) {
+	line := first
+	empty := true
+	for _, word := range strings.Fields(text) {
+		if !empty && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > helpWidth {
+			fmt.Fprintln(w, line)
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += word
+		empty = false
+	}
+	fmt.Fprintln(w, line)
+}
+
+// flagHeading is the heading a flag of a command that takes a target is
+// listed under in --help: target, workload, run (the flags of a run, in
+// run, ab and sweep), collectors, output, or the command's own.
+func flagHeading(command, flagName string) string {
+	switch flagName {
+	case "out", "force", "prefix", "label", "label-a", "label-b", "html", "metrics-addr", "metrics-linger",
+		"series-points", "progress-interval", "show-literals":
+		return "output"
+	case "no-collect", "interval", "wait-interval", "db-pid", "db-host", "db-host-metrics":
+		return "collectors"
+	case "workload", "seed":
+		return "workload"
+	case "cpus":
+		return "target"
+	}
+	switch h := helpHeadings()[flagName]; {
+	case h == "", h == "run" && command != "run" && command != "ab" && command != "sweep":
+		return command // load's --workers, replay's own
+	default:
+		return h
+	}
+}
+
+// helpHeadings maps the flags bound by targetFlags, sidesFlags, the
+// workloads and runFlags to their heading, from the functions themselves.
+var helpHeadings = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	add := func(heading string, fs *flag.FlagSet) {
+		fs.VisitAll(func(f *flag.Flag) {
+			if m[f.Name] == "" {
+				m[f.Name] = heading
+			}
+		})
+	}
+	tf, _ := targetFlags("help")
+	add("target", tf)
+	sf := flag.NewFlagSet("help", flag.ContinueOnError)
+	new(sidesFlags).bind(sf)
+	add("target", sf)
+	for _, name := range workload.Names() {
+		if w, err := workload.New(name); err == nil {
+			wf := flag.NewFlagSet(name, flag.ContinueOnError)
+			w.Flags(wf)
+			add("workload", wf)
+		}
+	}
+	rf := flag.NewFlagSet("help", flag.ContinueOnError)
+	runFlags(rf, &runner.RunOptions{})
+	add("run", rf)
+	return m
+})

@@ -45,15 +45,9 @@ func cmdCapture(ctx context.Context, args []string) error {
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Printf("usage: dbparity capture --out CAPTURE [flags] LOG... (or --from LOG, repeatable)\n")
-			fmt.Printf("       dbparity capture --out CAPTURE --proxy HOST:PORT --upstream HOST:PORT [--duration D]\n")
-			fmt.Printf("       dbparity capture --out CAPTURE --listen-on IFACE --port PORT [--duration D]\n\n")
-			fmt.Printf("Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity replay plays; or captures\n")
-			fmt.Printf("from the wire: as a proxy the clients connect to, or from the packets on an interface (--protocol mysql for\n")
-			fmt.Printf("MySQL and MariaDB).\n\nflags:\n")
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			fmt.Printf("\n%s\n", capture.ServerSettings)
+			printHelp(os.Stdout, fs, nil, "Reads PostgreSQL, MySQL or MariaDB server logs into a capture file that dbparity\n"+
+				"replay plays; or captures from the wire: as a proxy the clients connect to, or\n"+
+				"from the packets on an interface (--protocol mysql for MySQL and MariaDB).\n\n"+capture.ServerSettings)
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see dbparity capture --help)", err)}
@@ -316,6 +310,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // mapping is a repeatable FROM=TO flag.
 type mapping map[string]string
 
+func (mapping) kind() string { return "FROM=TO" }
+
 func (m mapping) String() string {
 	var s []string
 	for k, v := range m {
@@ -353,7 +349,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Literals, "show-literals", false, "keep one statement text per fingerprint, literal values included, in the result")
 	fs.StringVar(&o.Label, "label", "", "the platform's name in results (default the target's engine and host, postgres@db1)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live OpenMetrics at http://`HOST:PORT`/metrics while the replay runs (for Prometheus)")
-	fs.DurationVar(&o.MetricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final values this `long` after the replay, so that a scrape sees them")
+	fs.DurationVar(&o.MetricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final values for this `duration` after the replay, so that a scrape sees them")
 	fs.StringVar(&o.Out, "out", "", "result file (default dbparity-data/results/LABEL-replay-TIME.json)")
 	fs.BoolVar(&o.Force, "force", false, "replace the result file if it exists")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors")

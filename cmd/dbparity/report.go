@@ -31,7 +31,7 @@ func cmdShow(_ context.Context, args []string) error {
 	flags, files := splitArgs(args, "html")
 	if err := fs.Parse(append(flags, files...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity show [--json] [--show-literals] [--html PAGE [--force]] FILE")
+			printHelp(os.Stdout, fs, nil, "")
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE)", err)}
@@ -44,10 +44,7 @@ func cmdShow(_ context.Context, args []string) error {
 		return runner.UsageError{Err: err}
 	}
 	if *htmlOut != "" {
-		if err := notAnInput("--html", *htmlOut, fs.Arg(0)); err != nil {
-			return err
-		}
-		if err := checkHTML(*htmlOut, *force); err != nil {
+		if err := htmlOutOK(*htmlOut, *force, fs.Arg(0)); err != nil {
 			return err
 		}
 		if err := writeHTML(*htmlOut, func(w io.Writer) error { return report.RunHTML(w, r) }); err != nil {
@@ -73,9 +70,7 @@ func cmdCompare(_ context.Context, args []string) error {
 	flags, files := splitArgs(args, "baseline", "format", "html", "group", "over", "at-cpu")
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: dbparity compare [--baseline LABEL] [--group FACT] [--over PARAM] [--at-cpu PCT] [--format text|markdown|csv|json] [--html FILE] [--force] FILE...")
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
+			printHelp(os.Stdout, fs, nil, "")
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity compare [--baseline LABEL] FILE...)", err)}
@@ -86,13 +81,8 @@ func cmdCompare(_ context.Context, args []string) error {
 	if *atCPU < 0 || *atCPU > 100 {
 		return runner.UsageError{Err: fmt.Errorf("--at-cpu %g: a utilisation between 0 and 100%%", *atCPU)}
 	}
-	if *htmlOut != "" {
-		if err := notAnInput("--html", *htmlOut, files...); err != nil {
-			return err
-		}
-		if err := checkHTML(*htmlOut, *force); err != nil {
-			return err
-		}
+	if err := htmlOutOK(*htmlOut, *force, files...); err != nil {
+		return err
 	}
 	render := map[string]func(io.Writer, *report.Comparison) error{
 		"text": report.CompareText, "markdown": report.CompareMarkdown, "csv": report.CompareCSV, "json": report.CompareJSON}[*format]
@@ -157,6 +147,18 @@ func writeHTML(path string, write func(io.Writer) error) error {
 	}
 	fmt.Fprintf(os.Stderr, "HTML report written to %s\n", path)
 	return nil
+}
+
+// htmlOutOK refuses an --html file (none: "") that is one of the files
+// the command reads, or that checkHTML refuses.
+func htmlOutOK(path string, force bool, inputs ...string) error {
+	if path == "" {
+		return nil
+	}
+	if err := notAnInput("--html", path, inputs...); err != nil {
+		return err
+	}
+	return checkHTML(path, force)
 }
 
 // checkHTML refuses an --html file that must not be replaced: a directory,

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +118,7 @@ func runFlags(fs *flag.FlagSet, o *runner.RunOptions) {
 	fs.BoolVar(&o.Force, "force", false, "replace result files that exist")
 	fs.BoolVar(&o.Load, "load", false, "load the workload first when its schema is missing (takes load's flags)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live OpenMetrics at http://`HOST:PORT`/metrics while the command runs (for Prometheus; deploy/grafana has a dashboard)")
-	fs.DurationVar(&o.MetricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final values this `long` after the work ends, so that a scrape sees them (your scrape interval)")
+	fs.DurationVar(&o.MetricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final values for this `duration` after the work ends, so that a scrape sees them (your scrape interval)")
 	fs.IntVar(&o.LoadWorkers, "workers", 0, "with --load: connections to load with (default one per core)")
 	fs.BoolVar(&o.Collect.Off, "no-collect", false, "run no collectors (database, waits, OS): to measure what they cost")
 	o.Collect.Interval, o.Collect.WaitInterval = time.Second, 100*time.Millisecond
@@ -158,12 +160,12 @@ type sidesFlags struct {
 }
 
 func (sf *sidesFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&sf.aURL, "a", "", "target of side A (default --target, or --managed)")
-	fs.StringVar(&sf.bURL, "b", "", "target of side B (default --target, or --managed)")
-	fs.Var(&sf.aSet, "a-pg-set", "managed: a server setting name=value for side A only (repeatable)")
-	fs.Var(&sf.bSet, "b-pg-set", "managed: a server setting name=value for side B only (repeatable)")
-	fs.Var(&sf.aMySet, "a-my-set", "managed mariadb: a server option name=value for side A only (repeatable)")
-	fs.Var(&sf.bMySet, "b-my-set", "managed mariadb: a server option name=value for side B only (repeatable)")
+	fs.StringVar(&sf.aURL, "a", "", "side A's target `URL` (default --target, or --managed)")
+	fs.StringVar(&sf.bURL, "b", "", "side B's target `URL` (default --target, or --managed)")
+	fs.Var(&sf.aSet, "a-pg-set", "managed: a server setting `name=value` for side A only (repeatable)")
+	fs.Var(&sf.bSet, "b-pg-set", "managed: a server setting `name=value` for side B only (repeatable)")
+	fs.Var(&sf.aMySet, "a-my-set", "managed mariadb: a server option `name=value` for side A only (repeatable)")
+	fs.Var(&sf.bMySet, "b-my-set", "managed mariadb: a server option `name=value` for side B only (repeatable)")
 	fs.Var(count{&sf.aCPUs}, "a-cpus", "managed: confine side A's server to `N` CPUs")
 	fs.Var(count{&sf.bCPUs}, "b-cpus", "managed: confine side B's server to `N` CPUs")
 	fs.Var(major{&sf.aVer}, "a-pg-version", "managed postgres: the major `version` of side A's server (each version has its own data directory, loaded when empty)")
@@ -228,6 +230,7 @@ func cmdAB(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.Reload, "reload", false, "load the workload again before every run")
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-ROUND.json (default dbparity-data/results/ab)")
 	fs.DurationVar(&o.Slice, "slice", 0, "run A and B at once, taking turns in slices of this length (ABBA), so that slow host noise cancels in each round (for example 2s; 0: one after the other)")
+	htmlOut := htmlFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -244,15 +247,73 @@ func cmdAB(ctx context.Context, args []string) error {
 	if o.A, o.B, err = sf.sides(c.opts.Target); err != nil {
 		return err
 	}
+	if err := htmlOutOK(*htmlOut, o.Force, abFiles(o)...); err != nil {
+		return err
+	}
 	files, err := runner.AB(ctx, o)
 	if err != nil {
 		return err
 	}
-	return compareFiles(files, o.LabelA)
+	return compareFiles(files, o.LabelA, *htmlOut)
 }
 
-// compareFiles prints the comparison of the result files a command wrote.
-func compareFiles(files []string, baseline string) error {
+// htmlFlag binds --html of ab and sweep: the comparison they print, also
+// written as compare --html writes it; their --force then also replaces
+// an --html file that is not a dbparity report.
+func htmlFlag(fs *flag.FlagSet) *string {
+	if f := fs.Lookup("force"); f != nil {
+		f.Usage = "replace result files that exist, and an --html file that is not a dbparity report"
+	}
+	return fs.String("html", "", "also write the comparison printed at the end as a self-contained HTML report with charts to this `file` (as compare --html)")
+}
+
+// abFiles are the result files ab will write (runner.AB names them so:
+// PREFIX-LABEL-ROUND.json), which --html must not name.
+func abFiles(o runner.ABOptions) []string {
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = filepath.Join(runner.DefaultDataDir, "results", "ab")
+	}
+	var files []string
+	for r := 1; r <= min(o.Rounds, 1000); r++ {
+		for _, l := range []string{o.LabelA, o.LabelB} {
+			l = strings.Map(func(c rune) rune {
+				if c == '/' || c == os.PathSeparator || c < ' ' {
+					return '_'
+				}
+				return c
+			}, l)
+			files = append(files, fmt.Sprintf("%s-%s-%d.json", prefix, l, r))
+		}
+	}
+	return files
+}
+
+// sweepFiles are the result files sweep will write, which --html must
+// not name.
+func sweepFiles(o runner.SweepOptions) []string {
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = filepath.Join(runner.DefaultDataDir, "results", "sweep")
+	}
+	var files []string
+	for _, s := range o.Sides {
+		label := s.Label
+		if label == "" {
+			label = runner.DefaultLabel(s.Target)
+		}
+		for _, v := range o.Values {
+			for rep := 1; rep <= min(o.Repeat, 1000); rep++ {
+				files = append(files, runner.SweepFile(prefix, label, o.Param, v, rep))
+			}
+		}
+	}
+	return files
+}
+
+// compareFiles prints the comparison of the result files a command wrote
+// and, with htmlOut, writes it there as the HTML report too.
+func compareFiles(files []string, baseline, htmlOut string) error {
 	var runs []*result.Run
 	for _, f := range files {
 		r, err := result.Read(f)
@@ -268,6 +329,11 @@ func compareFiles(files []string, baseline string) error {
 	c, err := report.NewComparisonWith(gs, report.CompareOptions{})
 	if err != nil {
 		return err
+	}
+	if htmlOut != "" {
+		if err := writeHTML(htmlOut, func(w io.Writer) error { return report.CompareHTML(w, c) }); err != nil {
+			return err
+		}
 	}
 	fmt.Println()
 	return report.CompareText(os.Stdout, c)
@@ -288,6 +354,7 @@ func cmdSweep(ctx context.Context, args []string) error {
 	o.Repeat = 1
 	fs.Var(count{&o.Repeat}, "repeat", "runs of each side at each step (with two sides: interleaved rounds; 3 give an interval) (default 1)")
 	fs.StringVar(&o.Prefix, "prefix", "", "result files are PREFIX-LABEL-PARAM=VALUE-REPETITION.json (default dbparity-data/results/sweep)")
+	htmlOut := htmlFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -322,12 +389,15 @@ func cmdSweep(ctx context.Context, args []string) error {
 	} else {
 		o.Sides = []runner.Side{{Target: c.opts.Target, Label: *label}}
 	}
+	if err := htmlOutOK(*htmlOut, o.Force, sweepFiles(o)...); err != nil {
+		return err
+	}
 	files, err := runner.Sweep(ctx, o)
 	if len(files) == 0 {
 		return err
 	}
 	// The steps that finished are compared even when a later one failed.
-	if cerr := compareFiles(files, o.Sides[0].Label); cerr != nil && err == nil {
+	if cerr := compareFiles(files, o.Sides[0].Label, *htmlOut); cerr != nil && err == nil {
 		return cerr
 	}
 	return err

@@ -51,12 +51,21 @@ type Server struct {
 
 	mu   sync.Mutex
 	runs map[Labels]*Run
+
+	// The process's CPU (Options.CPU; nil: no driver CPU counter), counted
+	// to the run going on: cpuRun, the run that last began or ticked, gets
+	// what was used since cpuLast.
+	cpu     func() time.Duration
+	cpuMu   sync.Mutex
+	cpuLast time.Duration
+	cpuRun  *Run
 }
 
 // Run is the metrics of one run (one side of ab, one step of a sweep, a
 // replay), each series labelled with its Labels. Its methods are safe for
 // concurrent use; a nil *Run does nothing.
 type Run struct {
+	srv        *Server
 	tx         *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	retries    *prometheus.CounterVec
@@ -74,6 +83,9 @@ type Run struct {
 	mu                 sync.Mutex
 	wasOut             bool
 	sentOK, sentFailed int64 // a replay's totals already counted
+
+	lagOnce sync.Once     // registers replayLag at a replay's first progress
+	cpu     time.Duration // the process's CPU counted to this run (Server.cpuMu)
 }
 
 // LatencyBuckets are the upper bounds, in seconds, of the latency
@@ -91,7 +103,10 @@ func LatencyBuckets() []float64 {
 // Options are what the server reads from the process itself.
 type Options struct {
 	// CPU returns the process's user and system CPU time so far; nil
-	// leaves the driver CPU counter out.
+	// leaves the driver CPU counter out. Each run's counter has the CPU
+	// used while it went on (from the previous run's last tick, or the
+	// process's start, to its own last tick); runs going on at once
+	// (ab --slice) share it by turns, tick by tick.
 	CPU func() (user, sys time.Duration)
 	// Linger keeps the endpoint serving the final values this long when
 	// it is closed, so that a scrape sees them (a scrape interval).
@@ -148,16 +163,8 @@ func (s *Server) Close(ctx context.Context) error {
 
 func newServer(l Labels, o Options) *Server {
 	s := &Server{reg: prometheus.NewRegistry(), base: l, runs: map[Labels]*Run{}, linger: o.Linger}
-	constant := prometheus.Labels{"run_id": l.RunID, "part": l.Part}
-	f := func(name, help string) prometheus.CounterOpts {
-		return prometheus.CounterOpts{Namespace: "dbparity", Name: name, Help: help, ConstLabels: constant}
-	}
 	if o.CPU != nil {
-		s.reg.MustRegister(prometheus.NewCounterFunc(f("driver_cpu_seconds_total",
-			"CPU the dbparity process used, user and system (the driver's cost)."), func() float64 {
-			u, sy := o.CPU()
-			return (u + sy).Seconds()
-		}))
+		s.cpu = func() time.Duration { u, sy := o.CPU(); return u + sy }
 	}
 	// The Go scheduler's latency (go_sched_latencies_seconds): how long
 	// the sessions' goroutines waited to run once ready, the driver's own
@@ -167,9 +174,10 @@ func newServer(l Labels, o Options) *Server {
 	return s
 }
 
-// Run returns the metrics of the run labelled l (the server's run id and
-// part where l leaves them empty), made on first use: the rounds of one
-// side of ab add to the same series.
+// Run returns the metrics of the run labelled l (the server's run id,
+// part and workload where l leaves them empty), made on first use: the
+// rounds of one side of ab add to the same series. The process's CPU
+// counts to this run from now on (until another run begins or ticks).
 func (s *Server) Run(l Labels) *Run {
 	if s == nil {
 		return nil
@@ -185,18 +193,68 @@ func (s *Server) Run(l Labels) *Run {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.runs[l]; r != nil {
-		return r
+	r := s.runs[l]
+	if r == nil {
+		r = newRun(l)
+		r.srv = s
+		// replayLag is registered by a replay's first progress: a run of
+		// another workload has no replay lag to serve.
+		s.reg.MustRegister(r.tx, r.latency, r.retries, r.sessions, r.phase, r.rate, r.rateLag, r.reconnects, r.outageOpen, r.outages,
+			r.statements, r.divergent)
+		if s.cpu != nil {
+			s.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "dbparity", Name: "driver_cpu_seconds_total",
+				Help:        "CPU the dbparity process used, user and system (the driver's cost), counted to the run going on; runs at once share it by turns.",
+				ConstLabels: runLabels(l)}, r.driverCPU))
+		}
+		s.runs[l] = r
 	}
-	r := newRun(l)
-	s.reg.MustRegister(r.tx, r.latency, r.retries, r.sessions, r.phase, r.rate, r.rateLag, r.reconnects, r.outageOpen, r.outages,
-		r.replayLag, r.statements, r.divergent)
-	s.runs[l] = r
+	r.current()
 	return r
 }
 
+// runLabels are the constant labels of every series of the run labelled l.
+func runLabels(l Labels) prometheus.Labels {
+	return prometheus.Labels{"run_id": l.RunID, "label": l.Label, "part": l.Part, "workload": l.Workload}
+}
+
+// current counts the process's CPU from now on to s, what was used
+// before to the run that went on then (to s when none did yet).
+func (s *Run) current() {
+	if s == nil || s.srv == nil || s.srv.cpu == nil {
+		return
+	}
+	srv := s.srv
+	srv.cpuMu.Lock()
+	defer srv.cpuMu.Unlock()
+	if srv.cpuRun == nil {
+		srv.cpuRun = s
+	}
+	srv.settleCPU()
+	srv.cpuRun = s
+}
+
+// settleCPU counts the CPU used since the last reading to the run going
+// on; the caller holds cpuMu.
+func (srv *Server) settleCPU() {
+	if srv.cpuRun == nil {
+		return // the first run gets what was used before it
+	}
+	if now := srv.cpu(); now > srv.cpuLast {
+		srv.cpuRun.cpu += now - srv.cpuLast
+		srv.cpuLast = now
+	}
+}
+
+// driverCPU is the CPU counted to s so far, in seconds.
+func (s *Run) driverCPU() float64 {
+	s.srv.cpuMu.Lock()
+	defer s.srv.cpuMu.Unlock()
+	s.srv.settleCPU()
+	return s.cpu.Seconds()
+}
+
 func newRun(l Labels) *Run {
-	constant := prometheus.Labels{"run_id": l.RunID, "label": l.Label, "part": l.Part, "workload": l.Workload}
+	constant := runLabels(l)
 	f := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: "dbparity", Name: name, Help: help, ConstLabels: constant}
 	}
@@ -283,6 +341,7 @@ func (s *Run) Tick(st State) {
 	if s == nil {
 		return
 	}
+	s.current()
 	s.Phase(st.Phase)
 	s.sessions.Set(float64(st.Sessions))
 	s.rate.Set(st.Rate)
@@ -316,6 +375,11 @@ func (s *Run) ReplayProgress(sent, failed int64, lag time.Duration) {
 	if bad > 0 {
 		s.statements.WithLabelValues("failed").Add(float64(bad))
 	}
+	s.lagOnce.Do(func() {
+		if s.srv != nil {
+			s.srv.reg.MustRegister(s.replayLag)
+		}
+	})
 	s.replayLag.Set(lag.Seconds())
 }
 

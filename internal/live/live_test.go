@@ -106,7 +106,8 @@ func TestEndpoint(t *testing.T) {
 		{"dbparity_replay_statements_total", []string{`outcome="ok"`}, 12},
 		{"dbparity_replay_statements_total", []string{`outcome="failed"`}, 3},
 		{"dbparity_replay_divergent_total", []string{`kind="new error"`}, 2},
-		{"dbparity_driver_cpu_seconds_total", []string{`run_id="r1"`}, 3},
+		{"dbparity_driver_cpu_seconds_total", []string{`run_id="r1"`, `label="pg17"`, `part="0/2"`, `workload="order-entry"`}, 3},
+		{"dbparity_replay_lag_seconds", []string{`label="pg17"`, `workload="order-entry"`}, 0},
 	} {
 		if got := sum(m, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %g, want %g", c.name, c.labels, got, c.want)
@@ -121,6 +122,104 @@ func TestEndpoint(t *testing.T) {
 	if _, err := http.Get("http://" + s.Addr() + "/metrics"); err == nil {
 		t.Error("the endpoint still answers after Close")
 	}
+}
+
+// A replay's lag is served for a run once it reports a replay's
+// progress, never for a run of another workload (where it read 0).
+func TestReplayLagOnlyForReplays(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", Labels{RunID: "r"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	run := s.Run(Labels{Label: "pg", Workload: "order-entry"})
+	run.Tick(State{Phase: "measure", Sessions: 2})
+	run.Transaction("new_order", Committed, "", 0, time.Millisecond)
+	rp := s.Run(Labels{Label: "new", Workload: "replay"})
+	rp.Tick(State{Phase: "measure", Sessions: 1})
+	if body := scrapeText(t, s.Addr()); strings.Contains(body, "dbparity_replay_lag_seconds") {
+		t.Errorf("the replay lag is served before any replay progress:\n%s", grepLines(body, "replay_lag"))
+	}
+	rp.ReplayProgress(10, 1, 1500*time.Millisecond)
+	rp.ReplayProgress(12, 1, 2*time.Second)
+	body := scrapeText(t, s.Addr())
+	if lines := grepLines(body, "dbparity_replay_lag_seconds{"); strings.Count(lines, "\n") != 1 ||
+		!strings.Contains(lines, `label="new"`) || !strings.Contains(lines, `workload="replay"`) || !strings.HasSuffix(lines, " 2\n") {
+		t.Errorf("want the replay's lag alone, 2 s:\n%s", lines)
+	}
+}
+
+// The driver's CPU carries every run label (run_id, label, part,
+// workload): each run counts the process's CPU used while it went on, so
+// that the runs' counters add up to the process's.
+func TestDriverCPUPerRun(t *testing.T) {
+	var cpu time.Duration // the process's, user and system together
+	s, err := Listen("127.0.0.1:0", Labels{RunID: "ab-1", Part: "1/2", Workload: "order-entry"},
+		Options{CPU: func() (time.Duration, time.Duration) { return cpu / 4, cpu - cpu/4 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if m := scrape(t, s.Addr()); sum(m, "dbparity_driver_cpu_seconds_total") != 0 {
+		t.Errorf("driver CPU before any run: %v", m)
+	}
+	cpu = 2 * time.Second // loading, before the first round
+	a := s.Run(Labels{Label: "a"})
+	a.Tick(State{Phase: "measure"})
+	cpu = 5 * time.Second
+	a.Tick(State{Phase: "measure"})
+	b := s.Run(Labels{Label: "b"})
+	cpu = 6 * time.Second
+	b.Tick(State{Phase: "measure"})
+	cpu = 9 * time.Second // B's last second, not yet ticked: B's at a scrape
+	want := map[string]float64{"a": 5, "b": 4}
+	check := func() {
+		t.Helper()
+		m := scrape(t, s.Addr())
+		for label, w := range want {
+			if got := sum(m, "dbparity_driver_cpu_seconds_total", `label="`+label+`"`, `run_id="ab-1"`, `part="1/2"`, `workload="order-entry"`); got != w {
+				t.Errorf("side %s: driver CPU %g s, want %g s", label, got, w)
+			}
+		}
+		if got, total := sum(m, "dbparity_driver_cpu_seconds_total"), cpu.Seconds(); got != total {
+			t.Errorf("the runs' driver CPU adds up to %g s, the process used %g s", got, total)
+		}
+	}
+	check()
+	// Round 2: A again, its series going on where it stopped.
+	if s.Run(Labels{Label: "a"}) != a {
+		t.Fatal("a new Run for round 2")
+	}
+	cpu = 10 * time.Second
+	a.Tick(State{Phase: "measure"})
+	want["a"] = 6
+	check()
+}
+
+// scrapeText is addr's /metrics as text.
+func scrapeText(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// grepLines are the lines of text that hold s, each ending in a newline.
+func grepLines(text, s string) string {
+	var out strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out.WriteString(l + "\n")
+		}
+	}
+	return out.String()
 }
 
 // Every query of the Grafana dashboard names metrics the endpoint serves.
@@ -179,6 +278,14 @@ func TestDashboardMetrics(t *testing.T) {
 	}
 	if !datasource {
 		t.Error("the dashboard has no datasource variable")
+	}
+	// Every panel's series follow the dashboard's run and label choices.
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "dbparity_") && (!strings.Contains(tg.Expr, `run_id=~"$run_id"`) || !strings.Contains(tg.Expr, `label=~"$label"`)) {
+				t.Errorf("panel %q: %s does not select $run_id and $label", p.Title, tg.Expr)
+			}
+		}
 	}
 	n := 0
 	for _, e := range exprs {
