@@ -267,8 +267,16 @@ func (c *Comparison) waits() *Table {
 		weights[i] = s.samples
 	}
 	keys := topEvents(weights)
-	t := &Table{Title: "top wait events (sampled: every run of each group; time = samples × interval; per-wait time histograms n/a: sampling sees waits, not their lengths)",
-		Columns: []string{"event"}}
+	title := "top wait events (sampled: every run of each group; time = samples × interval; per-wait time histograms n/a: sampling sees waits, not their lengths)"
+	// MySQL's and MariaDB's samples are process list states, not waits.
+	states := func(r *result.Run) bool { return r.Waits != nil && r.Waits.Source == "information_schema.PROCESSLIST" }
+	switch {
+	case c.each(states) && !c.each(func(r *result.Run) bool { return r.Waits != nil && !states(r) }):
+		title = "top session states (sampled process list states, not wait events: every run of each group; time = samples × interval)"
+	case c.each(states):
+		title = "top wait events and session states (sampled: every run of each group; time = samples × interval; class state: MySQL's process list states, not wait events)"
+	}
+	t := &Table{Title: title, Columns: []string{"event"}}
 	for _, g := range c.Groups {
 		t.Columns = append(t.Columns, g.Label+" samples", g.Label+" time s", g.Label+" % DB time")
 	}

@@ -97,8 +97,14 @@ func waitsText(w io.Writer, ws *result.Waits) error {
 	if ws == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\n  top wait events (%s every %.0f ms, %d samples, %.2f average active sessions)\n",
-		ws.Source, ws.IntervalMs, ws.Samples, ws.AvgActiveSessions)
+	title := "top wait events"
+	if ws.Source == "information_schema.PROCESSLIST" {
+		// MySQL's and MariaDB's process list tells what a statement is
+		// doing, not what it waits for: their waits are the timed ones.
+		title = "top session states, not wait events"
+	}
+	fmt.Fprintf(w, "\n  %s (%s every %.0f ms, %d samples, %.2f average active sessions)\n",
+		title, ws.Source, ws.IntervalMs, ws.Samples, ws.AvgActiveSessions)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "    class\tevent\t%% DB time\tavg active\tsamples\n")
 	for i, e := range ws.Events {

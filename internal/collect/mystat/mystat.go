@@ -1,11 +1,12 @@
 // Package mystat reads MySQL's and MariaDB's statistics: SHOW GLOBAL
-// STATUS's cumulative counters and performance_schema's statement and
-// wait summaries, from which it derives the AWR-style load and IO
-// profiles of a window; it samples session states from the process list,
-// names the top timed waits, describes the server (version, the settings
-// not at their compiled defaults, sizes) and checks it before a run
-// (purge lag, other work running). It never resets statistics. What the
-// server lacks (performance_schema off) is reported as not available.
+// STATUS's cumulative counters and performance_schema's statement,
+// transaction and wait summaries, from which it derives the AWR-style
+// load and IO profiles of a window; it samples session states from the
+// process list, names the top timed waits, describes the server (version,
+// the settings not at their compiled defaults, sizes) and checks it
+// before a run (purge lag, other work running). It never resets
+// statistics. What the server lacks (performance_schema off) is reported
+// as not available.
 package mystat
 
 import (
@@ -43,19 +44,29 @@ var statusNames = []string{
 
 // Keys of the performance_schema sums in a snapshot; each wait event's
 // time and count are under "wait.EVENT.ps" and "wait.EVENT.count".
+// KeyTransactions is every transaction that ended, committed or rolled
+// back, autocommit statements included; KeyCommits is that less the
+// ROLLBACK statements.
 const (
 	KeyStatementTime  = "ps.statements.sum_timer_wait_ps"
 	KeyStatementCount = "ps.statements.count_star"
+	KeyTransactions   = "ps.transactions.count_star"
+	KeyCommits        = "ps.transactions.commits"
 )
 
 // Reader reads snapshots through one connection.
 type Reader struct {
 	c     engine.Conn
 	query string
+	ps    string // the performance_schema sums' query
 	reads int64
 	// PerfSchema tells whether performance_schema is on: without it there
 	// is no statement time and no wait summary.
 	PerfSchema bool
+	// Transactions tells whether performance_schema counts transactions
+	// (its transaction instrument and global_instrumentation on: MySQL
+	// 8.0's default; MariaDB's is off, --managed mariadb turns it on).
+	Transactions bool
 }
 
 // NewReader inspects the server and prepares the status query.
@@ -66,11 +77,29 @@ func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 		return nil, fmt.Errorf("read performance_schema: %w", err)
 	}
 	r.PerfSchema = on == 1
+	if !r.PerfSchema {
+		return r, nil
+	}
+	r.ps = Tag + "SELECT coalesce(sum(COUNT_STAR), 0), coalesce(sum(SUM_TIMER_WAIT), 0), 0" +
+		" FROM performance_schema.events_statements_summary_global_by_event_name"
+	// A server without the table (before MySQL 5.7 and MariaDB 10.5), or
+	// with the instrument off, has no transaction counts.
+	var enabled int64
+	err := c.QueryRow(ctx, Tag+"SELECT (SELECT count(*) FROM performance_schema.setup_instruments WHERE NAME = 'transaction' AND ENABLED = 'YES')"+
+		" + (SELECT count(*) FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation' AND ENABLED = 'YES')").Scan(&enabled)
+	if r.Transactions = err == nil && enabled == 2; r.Transactions {
+		r.ps = Tag + "SELECT coalesce(sum(COUNT_STAR), 0), coalesce(sum(SUM_TIMER_WAIT), 0)," +
+			" (SELECT coalesce(sum(COUNT_STAR), 0) FROM performance_schema.events_transactions_summary_global_by_event_name)" +
+			" FROM performance_schema.events_statements_summary_global_by_event_name"
+	}
 	return r, nil
 }
 
-// Reads is the readings taken. MySQL counts no transaction for them:
-// Com_commit counts COMMIT statements, and the readings send none.
+// Reads is the readings taken. The server counts no transaction for
+// them: Com_commit counts COMMIT statements, and the readings send none;
+// performance_schema counts a transaction for a statement that reads or
+// writes a transactional table (InnoDB's), and the readings read only
+// status variables, performance_schema and information_schema.
 func (r *Reader) Reads() int64 { return r.reads }
 
 // Read takes one snapshot.
@@ -83,14 +112,16 @@ func (r *Reader) Read(ctx context.Context) (*counters.Snapshot, error) {
 	if !r.PerfSchema {
 		return s, nil
 	}
-	var n, t float64
-	err := r.c.QueryRow(ctx, Tag+"SELECT coalesce(sum(COUNT_STAR), 0), coalesce(sum(SUM_TIMER_WAIT), 0)"+
-		" FROM performance_schema.events_statements_summary_global_by_event_name").Scan(&n, &t)
-	if err != nil {
+	var n, t, tx float64
+	if err := r.c.QueryRow(ctx, r.ps).Scan(&n, &t, &tx); err != nil {
 		return nil, fmt.Errorf("performance_schema statements: %w", err)
 	}
 	s.Counters[KeyStatementCount], s.Counters[KeyStatementTime] = n, t
-	err = r.waitRows(ctx, func(event string, count, ps float64) {
+	if r.Transactions {
+		s.Counters[KeyTransactions] = tx
+		s.Counters[KeyCommits] = tx - s.Counters["status.Com_rollback"]
+	}
+	err := r.waitRows(ctx, func(event string, count, ps float64) {
 		s.Counters["wait."+event+".count"] = count
 		s.Counters["wait."+event+".ps"] = ps
 	})
@@ -249,14 +280,19 @@ func settings(ctx context.Context, c engine.Conn, q string, into map[string]stri
 }
 
 // Preflight returns warnings about the server's state before a run:
-// performance_schema off, a purge lag (undo history InnoDB has not yet
-// purged, which it will do during the run), and other sessions running
-// statements.
-func Preflight(ctx context.Context, c engine.Conn, perfSchema bool) ([]string, error) {
+// performance_schema off or counting no transactions, a purge lag (undo
+// history InnoDB has not yet purged, which it will do during the run),
+// and other sessions running statements.
+func Preflight(ctx context.Context, c engine.Conn, r *Reader) ([]string, error) {
 	var out []string
-	if !perfSchema {
-		out = append(out, "performance_schema is OFF: no DB time, statement counts or timed waits from the server"+
-			" (start it with performance_schema=ON; --managed mariadb does)")
+	switch {
+	case !r.PerfSchema:
+		out = append(out, "performance_schema is OFF: no DB time, statement counts, transaction counts or timed waits from the server"+
+			" (start it with performance_schema=ON and performance_schema_instrument='transaction=ON'; --managed mariadb does)")
+	case !r.Transactions:
+		out = append(out, "performance_schema counts no transactions (its transaction instrument is off): the load profile's"+
+			" per-transaction figures divide by the driver's transactions (start the server with performance_schema_instrument='transaction=ON';"+
+			" --managed mariadb does)")
 	}
 	var history float64
 	err := c.QueryRow(ctx, Tag+"SELECT coalesce(max(COUNT), 0) FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'").Scan(&history)

@@ -44,7 +44,7 @@ func loadLines() []counters.Line {
 			a("statements from clients (the collectors' included)", 1, st("Questions")),
 			a("statements the driver sent", 1, counters.ExtraClientStmt),
 		}},
-		{Name: "Transactions", Unit: "tx", PerTx: true, Alts: alts{a("COMMIT + ROLLBACK statements", 1, st("Com_commit"), st("Com_rollback"))}},
+		{Name: "Transactions", Unit: "tx", PerTx: true, Alts: transactions},
 		{Name: "Rollbacks", Unit: "tx", PerTx: true, Alts: alts{a("ROLLBACK statements", 1, st("Com_rollback"))}},
 		{Name: "Temp tables on disk", Unit: "tables", PerTx: true, Alts: alts{a("", 1, st("Created_tmp_disk_tables"))}},
 		{Name: "Redo writes", Unit: "writes", PerTx: true, Alts: alts{a("", 1, st("Innodb_log_writes"))}},
@@ -57,10 +57,11 @@ func loadLines() []counters.Line {
 }
 
 // LoadProfile derives the load profile from the deltas of a window of the
-// given length, extra figures merged in; the transactions are the COMMIT
-// and ROLLBACK statements.
+// given length, extra figures merged in; the per-transaction divisor is
+// the Transactions line (transactions).
 func LoadProfile(source string, d map[string]float64, seconds float64) result.Profile {
-	return counters.Build(source, loadLines(), d, seconds, d[st("Com_commit")]+d[st("Com_rollback")])
+	d = countable(d)
+	return counters.Build(source, loadLines(), d, seconds, transactionCount(d))
 }
 
 // IOProfile derives the IO profile of the window: InnoDB's view in MB and

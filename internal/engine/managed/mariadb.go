@@ -236,6 +236,9 @@ func (i *Instance) writeMyProfile(wanted []setting) error {
 		{"skip_name_resolve", "1"},
 		// The collectors' DB time and timed waits (MariaDB starts it off).
 		{"performance_schema", "ON"},
+		// Every transaction counted, autocommit statements too: the load
+		// profile's per-transaction divisor (MariaDB starts it off).
+		{"performance_schema_instrument", "transaction=ON"},
 	}
 	if i.Loopback {
 		all = append(all, setting{"bind_address", "127.0.0.1"})

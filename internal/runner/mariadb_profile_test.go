@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbparity/dbparity/internal/collect/mystat"
+	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/workload"
+)
+
+// The load profile's Transactions on a managed MariaDB against the
+// driver's: slob's autocommit reads with updates in explicit transactions,
+// and order-entry's explicit transactions, each within 5% per second of
+// what the driver committed and rolled back (order-entry's 1% of
+// New-Orders rolled back by design are transactions to the server too).
+// COMMIT and ROLLBACK statements alone count slob's updates only; the
+// server's Handler_commit and those statements over the whole run are
+// logged beside the driver's count. The summary titles the process list's
+// samples as session states. One server for both workloads.
+func TestMariaDBProfileTransactions(t *testing.T) {
+	tg := managedMariaDB(t)
+	ctx := context.Background()
+	o, err := openTarget(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	url := Target{URL: o.managed.URL()}
+
+	for _, tc := range []struct {
+		name string
+		w    workload.Workload
+	}{
+		{"slob", slob(t, "--schemas", "2", "--scale", "2000", "--work-unit", "8", "--update-pct", "20")},
+		{"order-entry", orderEntry(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &bytesBuffer{}
+			c := Common{Target: url, Workload: tc.w, Seed: 1, Stdout: out, Stderr: out}
+			if err := Load(ctx, LoadOptions{Common: c}); err != nil {
+				t.Fatalf("load: %v\n%s", err, out)
+			}
+			var before, after [3]int64
+			status := func(into *[3]int64) {
+				queryRow(t, url, "SELECT sum(IF(VARIABLE_NAME = 'HANDLER_COMMIT', VARIABLE_VALUE, 0)), sum(IF(VARIABLE_NAME = 'COM_COMMIT', VARIABLE_VALUE, 0)),"+
+					" sum(IF(VARIABLE_NAME = 'COM_ROLLBACK', VARIABLE_VALUE, 0)) FROM information_schema.GLOBAL_STATUS"+
+					" WHERE VARIABLE_NAME IN ('HANDLER_COMMIT', 'COM_COMMIT', 'COM_ROLLBACK')", &into[0], &into[1], &into[2])
+			}
+			status(&before)
+			path := filepath.Join(t.TempDir(), "run.json")
+			if err := Run(ctx, RunOptions{Common: c, Users: 4, Duration: 3 * time.Second, Warmup: time.Second, Label: tc.name,
+				Out: path, Force: true, Collect: CollectOptions{Interval: time.Second, WaitInterval: 100 * time.Millisecond}}); err != nil {
+				t.Fatalf("run: %v\n%s", err, out)
+			}
+			status(&after)
+			r, err := result.Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := r.Summarize()
+			committed, rolledBack := driverCounts(r)
+			t.Logf("whole run: driver %d committed, %d rolled back; server Handler_commit +%d, Com_commit + Com_rollback +%d",
+				committed, rolledBack, after[0]-before[0], after[1]-before[1]+after[2]-before[2])
+			tx := r.LoadProfile.Line("Transactions")
+			if tx == nil || tx.PerSecond == nil || s.DurationS <= 0 {
+				t.Fatalf("load profile transactions %+v, window %.1f s", tx, s.DurationS)
+			}
+			driver := float64(s.Commits+s.Rollbacks) / s.DurationS
+			t.Logf("window: load profile %.1f transactions/s (%s: %s), driver %.1f committed/s and %.1f rolled back/s",
+				*tx.PerSecond, tx.Source, tx.Note, s.TPS, float64(s.Rollbacks)/s.DurationS)
+			if d := *tx.PerSecond/driver - 1; d < -0.05 || d > 0.05 {
+				t.Errorf("load profile: %.1f transactions/s, the driver %.1f/s (%+.1f%%)", *tx.PerSecond, driver, 100*d)
+			}
+			if tx.Source != mystat.KeyTransactions {
+				t.Errorf("transactions from %q, want performance_schema's (%s)", tx.Source, mystat.KeyTransactions)
+			}
+			if lp := r.LoadProfile; lp.Transactions != *tx.Total {
+				t.Errorf("per-transaction divisor %.0f, the Transactions line %.0f", lp.Transactions, *tx.Total)
+			}
+			// The database series counts the same transactions, less the
+			// rollbacks: its busiest second near the driver's rate.
+			var top float64
+			for _, iv := range r.DBSeries {
+				if iv.Commits != nil {
+					top = max(top, *iv.Commits)
+				}
+			}
+			if top < 0.8*s.TPS {
+				t.Errorf("database series: at most %.1f commits/s, the driver %.1f/s", top, s.TPS)
+			}
+			// The process list's samples are states, not waits: the
+			// summary titles them so.
+			if text := out.String(); !strings.Contains(text, "top session states") || strings.Contains(text, "top wait events") {
+				t.Errorf("process list samples not titled as session states:\n%s", text)
+			}
+			if r.Waits != nil && len(r.Waits.Events) > 0 {
+				t.Logf("most sampled state: %s %s (%.0f%%)", r.Waits.Events[0].Class, r.Waits.Events[0].Event, r.Waits.Events[0].PctDBTime)
+			}
+			if len(r.Errors) != 0 {
+				t.Errorf("errors %v %v", r.Errors, r.ErrorSamples)
+			}
+		})
+	}
+}
