@@ -79,7 +79,7 @@ func RunHTML(w io.Writer, r *result.Run) error {
 		tables = append(tables, t)
 	}
 	if ws := r.Waits; ws != nil {
-		t := Table{Title: fmt.Sprintf("top wait events (%s, %d samples)", ws.Source, ws.Samples), Columns: []string{"class", "event", "% DB time", "avg active", "samples"}}
+		t := Table{Title: fmt.Sprintf("%s (%s, %d samples)", waitsTitle(ws), ws.Source, ws.Samples), Columns: []string{"class", "event", "% DB time", "avg active", "samples"}}
 		for i, e := range ws.Events {
 			if i == topWaits {
 				break

@@ -93,18 +93,22 @@ func ioBackendText(w io.Writer, rows []result.IOBackend) error {
 	return tw.Flush()
 }
 
+// waitsTitle names a run's sampled session states: wait events, or
+// MySQL's and MariaDB's process list states, which tell what a statement
+// is doing, not what it waits for (their waits are the timed ones).
+func waitsTitle(ws *result.Waits) string {
+	if ws.Source == "information_schema.PROCESSLIST" {
+		return "top session states, not wait events"
+	}
+	return "top wait events"
+}
+
 func waitsText(w io.Writer, ws *result.Waits) error {
 	if ws == nil {
 		return nil
 	}
-	title := "top wait events"
-	if ws.Source == "information_schema.PROCESSLIST" {
-		// MySQL's and MariaDB's process list tells what a statement is
-		// doing, not what it waits for: their waits are the timed ones.
-		title = "top session states, not wait events"
-	}
 	fmt.Fprintf(w, "\n  %s (%s every %.0f ms, %d samples, %.2f average active sessions)\n",
-		title, ws.Source, ws.IntervalMs, ws.Samples, ws.AvgActiveSessions)
+		waitsTitle(ws), ws.Source, ws.IntervalMs, ws.Samples, ws.AvgActiveSessions)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "    class\tevent\t%% DB time\tavg active\tsamples\n")
 	for i, e := range ws.Events {
