@@ -113,10 +113,14 @@ type Options struct {
 	Linger time.Duration
 }
 
-// Listen binds addr (HOST:PORT) and serves /metrics there until Close. A
-// port in use, or an address that cannot be bound, is refused in one
-// line naming the flag.
+// Listen binds addr (HOST:PORT) and serves /metrics there until Close.
+// Without a host (":9464") it binds the loopback address only: another
+// host sees the endpoint only when a host is named. A port in use, or an
+// address that cannot be bound, is refused in one line naming the flag.
 func Listen(addr string, l Labels, o Options) (*Server, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		var se *net.OpError
@@ -142,6 +146,13 @@ func Listen(addr string, l Labels, o Options) (*Server, error) {
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Reachable says whether other hosts can reach the endpoint: it listens
+// on an address that is not a loopback one.
+func (s *Server) Reachable() bool {
+	a, ok := s.ln.Addr().(*net.TCPAddr)
+	return ok && !a.IP.IsLoopback()
+}
 
 // Close stops serving, after serving the final values for the linger
 // (Options.Linger) unless ctx ends first (Ctrl-C), waiting at most a few

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -298,5 +299,26 @@ func TestDashboardMetrics(t *testing.T) {
 	}
 	if n < 15 {
 		t.Errorf("only %d metric names in the dashboard's queries", n)
+	}
+}
+
+// A port without a host binds loopback only; a host that is not a
+// loopback address is reachable from other hosts, and says so.
+func TestListenLoopbackByDefault(t *testing.T) {
+	s, err := Listen(":0", Labels{RunID: "r"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if host, _, _ := net.SplitHostPort(s.Addr()); host != "127.0.0.1" || s.Reachable() {
+		t.Errorf(":0 listens on %s (reachable %v), want loopback only", s.Addr(), s.Reachable())
+	}
+	w, err := Listen("0.0.0.0:0", Labels{RunID: "r"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+	if !w.Reachable() {
+		t.Errorf("0.0.0.0 is not reported reachable from other hosts: %s", w.Addr())
 	}
 }

@@ -25,5 +25,8 @@ func startLive(addr string, linger time.Duration, label, workload string, part *
 		return nil, UsageError{err}
 	}
 	fmt.Fprintf(stderr, "live metrics at http://%s/metrics\n", srv.Addr())
+	if srv.Reachable() {
+		fmt.Fprintf(stderr, "live metrics are reachable from other hosts (%s): give --metrics-addr 127.0.0.1:PORT to keep them on this one\n", srv.Addr())
+	}
 	return srv, nil
 }
