@@ -31,7 +31,7 @@
 //   - BenchBase: $BENCHBASE (the directory holding benchbase.jar, built
 //     with -P postgres), and java on PATH.
 //   - HammerDB: $HAMMERDB, the directory of a HammerDB 4.x (Tcl 8.6)
-//     whose hammerdbcli runs (the README says how to make one here); its
+//     whose hammerdbcli runs (bench/peers/README.md says how to make one here); its
 //     TPROC-C with stored procedures, the procedure-mode peer.
 //
 // On MariaDB:
@@ -43,7 +43,7 @@
 //   - sysbench-tpcc: $SYSBENCH_TPCC, the directory of Percona-Lab's
 //     tpcc.lua, run by sysbench.
 //
-// A peer that is not found is skipped with the reason; the README says how
+// A peer that is not found is skipped with the reason; bench/peers/README.md says how
 // to build each here.
 package main
 

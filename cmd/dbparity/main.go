@@ -21,7 +21,7 @@ import (
 	_ "github.com/dbparity/dbparity/internal/workload/slob"       // registers slob
 )
 
-// Exit codes; documented in the README.
+// Exit codes; documented in docs/commands.md.
 const (
 	exitOK          = 0
 	exitFailure     = 1 // the database, the disk or the run failed

@@ -252,7 +252,7 @@ func osText(w io.Writer, r *result.Run) error {
 	o := r.OS
 	if o == nil {
 		if r.Disclosure != nil && r.Disclosure.HostSource == "none" {
-			p.f("\n  database host: not observed (give --db-host-metrics URL of its node_exporter, or grant the role pg_read_server_files and EXECUTE on pg_read_file and pg_ls_dir: see the README)\n")
+			p.f("\n  database host: not observed (give --db-host-metrics URL of its node_exporter, or grant the role pg_read_server_files and EXECUTE on pg_read_file and pg_ls_dir: see docs/targets.md)\n")
 		}
 		driverHostText(p, r)
 		return p.err
@@ -270,7 +270,7 @@ func osText(w io.Writer, r *result.Run) error {
 	p.f("\n  database host os (source: %s; measured window, %.1f s, %d CPUs)\n", sourceNames[o.Source], x.IntervalS, x.NumCPU)
 	p.f("    cpu         user %.1f%%  nice %.1f%%  sys %.1f%%  iowait %.1f%%  irq %.1f%%  softirq %.1f%%  steal %.1f%%  idle %.1f%%\n",
 		x.CPUUserPct, x.CPUNicePct, x.CPUSystemPct, x.CPUIowaitPct, x.CPUIRQPct, x.CPUSoftIRQPct, x.CPUStealPct, x.CPUIdlePct)
-	server := "n/a (not on this host and not readable through the database: --db-pid, or the grants of pg_read_file in the README)"
+	server := "n/a (not on this host and not readable through the database: --db-pid, or the grants of pg_read_file in docs/targets.md)"
 	switch {
 	case r.Target.Dialect == "sqlite":
 		server = "inside dbparity"
