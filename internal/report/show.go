@@ -135,7 +135,14 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	for _, t := range r.Transactions {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t\n", t.Name, t.Committed+t.Rollbacks, t.Errors, latencies(t.Latency))
 	}
-	fmt.Fprintf(tw, "  (commit)\t%d\t\t%s\t\n", r.Commit.Count, latencies(r.Commit))
+	// The COMMITs timed in the window: n/a in a recovered run (or one merged
+	// from a recovered part), whose histogram stops at its journal's last
+	// checkpoint while the window's transactions went on.
+	commits := "n/a"
+	if !r.Recovered {
+		commits = strconv.FormatInt(r.Commit.Count, 10)
+	}
+	fmt.Fprintf(tw, "  (commit)\t%s\t\t%s\t\n", commits, latencies(r.Commit))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -236,6 +243,11 @@ func partsText(w io.Writer, r *result.Run) error {
 // sections the collectors filled.
 type jsonSummary struct {
 	result.Summary
+	// Statements and Commit shadow the summary's: a recovered run does
+	// not know its statements, nor its COMMITs' count when its
+	// checkpoint held none (null, never 0).
+	Statements *int64     `json:"statements"`
+	Commit     jsonCommit `json:"commit"`
 	LoadProfile *result.Profile    `json:"load_profile,omitempty"`
 	IOProfile   *result.Profile    `json:"io_profile,omitempty"`
 	Waits       *result.Waits      `json:"waits,omitempty"`
@@ -254,6 +266,13 @@ type jsonSummary struct {
 	Warnings []string       `json:"warnings,omitempty"`
 }
 
+// jsonCommit is the summary's COMMIT line with its count absent when
+// unknown.
+type jsonCommit struct {
+	result.TxSummary
+	Count *int64 `json:"count"`
+}
+
 type jsonPart struct {
 	result.Summary
 	IO *result.IOUnits `json:"io_units,omitempty"`
@@ -266,6 +285,12 @@ func JSON(w io.Writer, r *result.Run) error { return JSONWith(w, r, Options{}) }
 func JSONWith(w io.Writer, r *result.Run, o Options) error {
 	s := jsonSummary{Summary: r.Summarize(), LoadProfile: r.LoadProfile, IOProfile: r.IOProfile,
 		CommitHist: commitBuckets(r), Warnings: r.Warnings, IO: r.IO}
+	s.Commit.TxSummary = s.Summary.Commit
+	if !r.Recovered {
+		s.Statements, s.Commit.Count = &s.Summary.Statements, &s.Summary.Commit.Count
+	} else if r.Commit.Count > 0 {
+		s.Commit.Count = &s.Summary.Commit.Count
+	}
 	if r.IO != nil {
 		s.ReadHist = latencyBuckets(r, "read")
 	}
@@ -402,17 +427,30 @@ func splitText(p *printer, r *result.Run) {
 	if m == nil {
 		return
 	}
-	busiest := ""
+	// A part recovered from its journal has no driver figures (and a
+	// merged file written before PartDriver.Recovered tells it by its
+	// CPUs, which every measured part has): n/a, never zeros.
+	unmeasured := func(x result.PartDriver) bool { return x.Recovered || x.Driver.CPUs == 0 }
+	busiest, some := "", ""
 	for _, x := range m.Parts {
-		if x.Index == m.Busiest {
-			busiest = fmt.Sprintf("; busiest driver part %d (%s) at %.0f%% of its %d CPU(s)", x.Index, x.Host, 100*x.Driver.CPUShare, x.Driver.CPUs)
+		if unmeasured(x) {
+			some = " measured"
+		}
+	}
+	for _, x := range m.Parts {
+		if x.Index == m.Busiest && !unmeasured(x) {
+			busiest = fmt.Sprintf("; busiest%s driver part %d (%s) at %.0f%% of its %d CPU(s)", some, x.Index, x.Host, 100*x.Driver.CPUShare, x.Driver.CPUs)
 		}
 	}
 	p.f("  merged       %d parts of run %q, windows %.1f ms apart%s\n", len(m.Parts), m.RunID, m.SkewMs, busiest)
 	for _, x := range m.Parts {
-		p.f("    part %-3d %-20s %4d users %8d commits   driver %.2f s CPU, %.0f%% of %d CPU(s), scheduler p99 %.2f ms%s\n",
-			x.Index, x.Host, x.Users, x.Committed, x.Driver.CPUUserS+x.Driver.CPUSysS, 100*x.Driver.CPUShare, x.Driver.CPUs,
-			x.Driver.SchedP99Ms, map[bool]string{true: "   DRIVER-BOUND", false: ""}[x.Driver.Bound])
+		driver := "driver n/a (recovered from its journal: no CPU or scheduler readings)"
+		if !unmeasured(x) {
+			driver = fmt.Sprintf("driver %.2f s CPU, %.0f%% of %d CPU(s), scheduler p99 %.2f ms%s",
+				x.Driver.CPUUserS+x.Driver.CPUSysS, 100*x.Driver.CPUShare, x.Driver.CPUs,
+				x.Driver.SchedP99Ms, map[bool]string{true: "   DRIVER-BOUND", false: ""}[x.Driver.Bound])
+		}
+		p.f("    part %-3d %-20s %4d users %8d commits   %s\n", x.Index, x.Host, x.Users, x.Committed, driver)
 	}
 	if len(m.Forced) > 0 {
 		p.f("  FORCED       merged with --force: %s\n", strings.Join(m.Forced, "; "))

@@ -60,8 +60,27 @@ type PartDriver struct {
 	Committed    int64     `json:"committed"`
 	MeasureStart time.Time `json:"measure_start"`
 	MeasureEnd   time.Time `json:"measure_end"`
-	Driver       Driver    `json:"driver"`
+	// Driver is the part's driver; a part recovered from its journal
+	// (Recovered) has none of its CPU, share or scheduler figures: they
+	// are absent, not zero.
+	Driver    Driver `json:"driver"`
+	Recovered bool   `json:"recovered,omitempty"`
 }
+
+// DriverKeyPrefix begins the keys of the figures a load profile takes from
+// the driver process's own counts instead of the server's counters
+// (counters.ExtraClientStmt, "statements the driver sent", and
+// mystat.ExtraClientTx). In a run split over driver processes the
+// server's counters count every part's work, the same in each part; a
+// driver's counts are its own part's only: merge recomputes the lines
+// that take them from the merged run's counts.
+const DriverKeyPrefix = "client."
+
+// The driver-side keys merge knows how to recompute.
+const (
+	driverStatementsKey   = DriverKeyPrefix + "statements"
+	driverTransactionsKey = DriverKeyPrefix + "transactions"
+)
 
 // MaxSkew is how far apart the parts' windows may be for merge to accept
 // them without --force.
@@ -71,12 +90,17 @@ const MaxSkew = 100 * time.Millisecond
 // if one process had run all the sessions: counts summed, latency
 // histograms merged exactly, the per-second series aligned by wall-clock
 // second and summed (their percentiles are the highest of the parts'),
-// the database and OS sections taken from the part whose collectors ran.
-// Each part's driver is kept in Merged.Parts; the run's driver CPU is the
-// sum of the parts' and its share the busiest part's. Parts of different
-// runs, a missing or repeated part, sessions run twice or windows more
-// than MaxSkew apart are refused unless force, which merges them and
-// says so (Merged.Forced, and a warning).
+// the database and OS sections taken from the part whose collectors ran
+// (they count every part's work: the server's counters), except what
+// those collectors took from their own driver, which is recomputed over
+// every part (mergeCollected). Each part's driver is kept in
+// Merged.Parts; the run's driver CPU is the sum of the parts' and its
+// share the busiest part's. A figure a part does not have (one recovered
+// from its journal has no driver CPU, scheduler latencies or statement
+// counts) leaves the merged run's absent, never a sum of the others'.
+// Parts of different runs, a missing or repeated part, sessions run twice
+// or windows more than MaxSkew apart are refused unless force, which
+// merges them and says so (Merged.Forced, and a warning).
 func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("merge: no result files given")
@@ -128,7 +152,7 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 			committed += t.Committed
 		}
 		m.Parts = append(m.Parts, PartDriver{Index: p.Part.Index, Host: p.Part.Host, File: files[i], Users: p.Driver.Users,
-			Committed: committed, MeasureStart: p.MeasureStart, MeasureEnd: p.MeasureEnd, Driver: p.Driver})
+			Committed: committed, MeasureStart: p.MeasureStart, MeasureEnd: p.MeasureEnd, Driver: p.Driver, Recovered: p.Recovered})
 		d := &r.Driver
 		d.Users += p.Driver.Users
 		d.Reconnects += p.Driver.Reconnects
@@ -137,7 +161,7 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 		d.TotalCPUS += p.Driver.TotalCPUS
 		d.SchedP99Ms, d.SchedMaxMs = max(d.SchedP99Ms, p.Driver.SchedP99Ms), max(d.SchedMaxMs, p.Driver.SchedMaxMs)
 		d.WakeP99Ms, d.WakeMaxMs = max(d.WakeP99Ms, p.Driver.WakeP99Ms), max(d.WakeMaxMs, p.Driver.WakeMaxMs)
-		if m.Busiest < 0 || p.Driver.CPUShare > d.CPUShare {
+		if _, measured := p.DriverCPU(); measured && (m.Busiest < 0 || p.Driver.CPUShare > d.CPUShare) {
 			m.Busiest, d.CPUShare, d.CPUs = p.Part.Index, p.Driver.CPUShare, p.Driver.CPUs
 		}
 		if p.Driver.Bound && !d.Bound {
@@ -190,6 +214,7 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 	if err := sum.finish(); err != nil {
 		return nil, err
 	}
+	unmeasured(r, parts, order)
 	// The window: the parts' mean start and end, so that rates over it
 	// are the parts' summed (the windows differ by the skew at most).
 	r.MeasureStart, r.MeasureEnd = meanTime(starts), meanTime(ends)
@@ -204,6 +229,11 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 	}
 	r.Series = alignSeries(parts, order, shift, r.Start)
 	r.Driver.SeriesStep = first.Driver.SeriesStep
+	if m.CollectorsFrom >= 0 {
+		mergeCollected(r, parts, order)
+	} else if first.Disclosure != nil {
+		r.Disclosure = first.Disclosure // the platform, which every part describes
+	}
 	for _, f := range problems {
 		r.Warnings = append(r.Warnings, "merged with --force: "+f)
 	}
@@ -325,16 +355,243 @@ func wholeEnds(parts []*Run, ends []time.Time, order []int) []time.Time {
 	return out
 }
 
-// collected tells whether p's collectors ran.
+// collected tells whether p's collectors ran. Every result describes its
+// platform (Disclosure), collectors on or off: only the database's
+// description there says they ran.
 func collected(p *Run) bool {
-	return p.LoadProfile != nil || p.Disclosure != nil || p.DBSeries != nil || p.OS != nil
+	return p.LoadProfile != nil || p.DBSeries != nil || p.OS != nil || p.Waits != nil || p.DBCounters != nil ||
+		p.Disclosure != nil && p.Disclosure.Database != nil
 }
 
 // takeCollectors copies what p's collectors saw into r.
 func takeCollectors(r, p *Run) {
 	r.Disclosure, r.LoadProfile, r.IOProfile, r.Waits, r.TimedWaits = p.Disclosure, p.LoadProfile, p.IOProfile, p.Waits, p.TimedWaits
 	r.DBSeries, r.DBCounters, r.OS, r.DriverOS, r.IO = p.DBSeries, p.DBCounters, p.OS, p.DriverOS, p.IO
-	r.CollectorStatements, r.Host = p.CollectorStatements, p.Host
+	r.IOByBackend, r.CollectorStatements, r.Host = p.IOByBackend, p.CollectorStatements, p.Host
+}
+
+// unmeasured leaves out of the merged run the driver's figures that a part
+// does not have. A part recovered from its journal has no CPU readings,
+// no scheduler or timer latencies and no statement, round trip or
+// reconnect counts after its last checkpoint: the run's sums, maxima and
+// means over the parts are then not known either, and are absent (left
+// out of the file, n/a in reports), never the other parts' alone. The
+// measured parts' own figures stay in Merged.Parts; a measured part that
+// was driver-bound still marks the run.
+func unmeasured(r *Run, parts []*Run, order []int) {
+	var missing []string
+	for _, i := range order {
+		if p := parts[i]; p.Recovered {
+			missing = append(missing, fmt.Sprint(p.Part.Index))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	d := &r.Driver
+	d.CPUUserS, d.CPUSysS, d.TotalCPUS, d.CPUs, d.CPUShare = 0, 0, 0, 0, 0
+	d.SchedP99Ms, d.SchedMaxMs, d.WakeP99Ms, d.WakeMaxMs, d.GapUsPerTx = 0, 0, 0, 0, 0
+	d.Reconnects, r.Statements, r.RoundTrips = 0, 0, 0
+	for k, ph := range r.Phases {
+		ph.Statements = 0
+		r.Phases[k] = ph
+	}
+	r.Warnings = append(r.Warnings, fmt.Sprintf("part %s was recovered from its journal, which holds no driver CPU, scheduler latencies or statement counts: "+
+		"the merged run's are n/a (each measured part's are in merged.parts)", strings.Join(missing, ", ")))
+}
+
+// mergeCollected makes what the collectors' part saw the merged run's.
+// The server's counters (the load and IO profiles' lines, the waits, the
+// database series) count every part's work: they stand as they are. What
+// those collectors took from their own driver process is that part's
+// share only, and is recomputed over every part: the load profile's
+// driver-side lines (mergedProfile), dbparity's CPU on the database host
+// (the other parts' drivers there added), the driver host's OS section
+// (kept only when every part ran on that host). SQLite counts in each
+// driver process: the engine's counters and series of the collectors'
+// part are its own only, and are left out.
+func mergeCollected(r *Run, parts []*Run, order []int) {
+	if len(parts) < 2 {
+		return
+	}
+	var from *Run
+	for _, i := range order {
+		if parts[i].Part.Index == r.Merged.CollectorsFrom {
+			from = parts[i]
+			break
+		}
+	}
+	sqlite := r.Target.Dialect == "sqlite"
+	if r.LoadProfile != nil {
+		r.LoadProfile = mergedProfile(r.LoadProfile, r, parts, sqlite)
+	}
+	if sqlite && (r.DBSeries != nil || r.DBCounters != nil) {
+		r.DBSeries, r.DBCounters = nil, nil
+		r.Warnings = append(r.Warnings, fmt.Sprintf("SQLite counts in each driver process and only part %d's collectors ran: "+
+			"the engine's counters and their series, its part's only, are left out of the merged run", from.Part.Index))
+	}
+	if r.IO != nil {
+		r.IO = r.ComputeIOUnits()
+	}
+	var same []*Run
+	everyPart := true
+	for _, i := range order {
+		p := parts[i]
+		switch {
+		case p == from:
+		case p.Part.Host == from.Part.Host:
+			same = append(same, p)
+		default:
+			everyPart = false
+		}
+	}
+	if r.OS != nil && (r.OS.Source == "" || r.OS.Source == "local") {
+		r.OS = withDrivers(r, r.OS, same, "database host")
+	}
+	if r.DriverOS != nil {
+		if everyPart {
+			r.DriverOS = withDrivers(r, r.DriverOS, same, "driver host")
+		} else {
+			r.DriverOS = nil
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the parts ran on several driver hosts and only part %d's collectors read its own (%s): "+
+				"the driver host's OS section is left out (each part's driver CPU is in merged.parts)", from.Part.Index, from.Part.Host))
+		}
+	}
+}
+
+// withDrivers adds the drivers of the parts in same, which ran on the
+// host o describes beside the collectors' part, to o's window: their CPU
+// is dbparity's, not another process's. A part without its CPU (recovered
+// from its journal) stays in the other processes' share, which a warning
+// says.
+func withDrivers(r *Run, o *OS, same []*Run, what string) *OS {
+	if !o.HasWindow() || len(same) == 0 {
+		return o
+	}
+	out := *o
+	w := &out.Window
+	var add float64
+	var unknown []string
+	for _, p := range same {
+		cpu, ok := p.DriverCPU()
+		secs := p.MeasureEnd.Sub(p.MeasureStart).Seconds()
+		if !ok || secs <= 0 {
+			unknown = append(unknown, fmt.Sprint(p.Part.Index))
+			continue
+		}
+		add += cpu / secs
+	}
+	w.SelfCPUCores += add
+	w.OtherCPUCores = max(w.OtherCPUCores-add, 0)
+	if w.NumCPU > 0 {
+		w.SelfCPUPct, w.OtherCPUPct = 100*w.SelfCPUCores/float64(w.NumCPU), 100*w.OtherCPUCores/float64(w.NumCPU)
+	}
+	if len(unknown) > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("part %s ran on the %s and its driver's CPU is not known (recovered from its journal): "+
+			"the %s's CPU used by dbparity leaves it out, and counts it with the other processes'", strings.Join(unknown, ", "), what, what))
+	}
+	return &out
+}
+
+// mergedProfile is the collectors' load profile lp as the merged run r's.
+// Its lines from the server's counters count every part's work and stand;
+// a line from the driver's own counts (a key beginning with
+// DriverKeyPrefix: the statements or transactions the driver sent) is
+// recomputed from the merged run's counts, n/a when a part does not have
+// them; with SQLite every line is the driver process's (the engine runs
+// in it): its statements, transactions, rollbacks and CPU are the merged
+// run's, its cache and page counts n/a (the other parts' collectors did
+// not run). Per-second figures are over the profile's window, per
+// transaction over its divisor, the merged run's transactions when the
+// profile took the driver's.
+func mergedProfile(lp *Profile, r *Run, parts []*Run, sqlite bool) *Profile {
+	s := r.Summarize()
+	tx, rollbacks := float64(s.Commits+s.Rollbacks), float64(s.Rollbacks)
+	var stmts, cpu *float64
+	recovered := slices.ContainsFunc(parts, func(p *Run) bool { return p.Recovered })
+	if !recovered {
+		stmts = ptr(float64(r.Statements))
+		if c, ok := r.DriverCPU(); ok {
+			cpu = &c
+		}
+	}
+	value := func(l ProfileLine) (*float64, string) {
+		why := "a part recovered from its journal has no statement counts"
+		if sqlite {
+			switch l.Name {
+			case "DB CPU":
+				return cpu, "a part recovered from its journal has no CPU readings"
+			case "Executes":
+				return stmts, why
+			case "Transactions":
+				return &tx, ""
+			case "Rollbacks":
+				return &rollbacks, ""
+			}
+			return nil, fmt.Sprintf("SQLite counts in each driver process and only part %d's collectors ran: the other parts' are not known", r.Merged.CollectorsFrom)
+		}
+		switch l.Source {
+		case driverStatementsKey:
+			return stmts, why
+		case driverTransactionsKey:
+			return &tx, ""
+		}
+		return nil, fmt.Sprintf("%s: a driver's own count, of its part only, which merge cannot sum", l.Source)
+	}
+	out := *lp
+	out.Lines = slices.Clone(lp.Lines)
+	if l := lp.Line("Transactions"); l != nil && l.Total != nil && (sqlite || driverSide(l.Source)) {
+		out.Transactions = tx // the divisor was the driver's transactions
+	}
+	var summed, lost []string
+	for i := range out.Lines {
+		l := &out.Lines[i]
+		if l.Total == nil {
+			continue
+		}
+		if sqlite || driverSide(l.Source) {
+			v, why := value(*l)
+			if v == nil {
+				l.Total, l.PerSecond, l.PerTx, l.Note = nil, nil, nil, why
+				lost = append(lost, l.Name)
+				continue
+			}
+			l.Total = ptr(*v)
+			if out.Seconds > 0 {
+				l.PerSecond = ptr(*v / out.Seconds)
+			}
+			summed = append(summed, l.Name)
+		}
+		if l.PerTx != nil {
+			l.PerTx = nil
+			if out.Transactions > 0 {
+				l.PerTx = ptr(*l.Total / out.Transactions)
+			}
+		}
+	}
+	note := fmt.Sprintf("merged from %d parts: the server's counters count every part's work", len(parts))
+	if sqlite {
+		note = fmt.Sprintf("merged from %d parts: SQLite runs in each driver process", len(parts))
+	}
+	if len(summed) > 0 {
+		note += "; " + strings.Join(summed, ", ") + " summed over the parts"
+	}
+	if len(lost) > 0 {
+		note += "; " + strings.Join(lost, ", ") + " n/a"
+	}
+	out.Note = strings.TrimPrefix(out.Note+"; "+note, "; ")
+	return &out
+}
+
+// driverSide tells whether a profile line's source (its keys, joined by
+// " + ") takes any of the driver's own counts.
+func driverSide(source string) bool {
+	for _, k := range strings.Split(source, " + ") {
+		if strings.HasPrefix(k, DriverKeyPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // alignSeries sums the parts' series by wall-clock second (on part 0's

@@ -1,11 +1,13 @@
 package result
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/metrics"
 )
 
@@ -156,6 +158,16 @@ func TestMergeRecoveredPart(t *testing.T) {
 	if w := strings.Join(m.Warnings, "\n"); !strings.Contains(w, "part 1's window ended 5s before the last part's") {
 		t.Errorf("warnings %q", w)
 	}
+	// The recovered part has no driver figures, whatever its header held:
+	// the run's sums and maxima over the parts are absent (they were part
+	// 0's alone), the busiest driver the measured part's.
+	if d := rec.Driver; d.CPUUserS != 0 || d.CPUs != 0 || d.CPUShare != 0 || rec.Statements != 0 || d.Reconnects != 0 {
+		t.Errorf("the recovered part's driver %+v, statements %d", d, rec.Statements)
+	}
+	if d := m.Driver; d.CPUUserS != 0 || d.TotalCPUS != 0 || d.CPUs != 0 || d.CPUShare != 0 || d.SchedP99Ms != 0 || d.GapUsPerTx != 0 ||
+		m.Statements != 0 || m.RoundTrips != 0 || m.Merged.Busiest != 0 || !m.Merged.Parts[1].Recovered || m.Merged.Parts[0].Recovered {
+		t.Errorf("merged with a recovered part: driver %+v, statements %d, busiest %d, parts %+v", d, m.Statements, m.Merged.Busiest, m.Merged.Parts)
+	}
 	// Two partial parts: both named.
 	i := *a
 	i.Partial, i.PartialReason = true, "interrupted"
@@ -168,5 +180,146 @@ func TestMergeRecoveredPart(t *testing.T) {
 	short.MeasureEnd = short.MeasureEnd.Add(-time.Second)
 	if _, err := Merge([]*Run{&short, b}, []string{"part-0.json", "part-1.json"}, false); err == nil || !strings.Contains(err.Error(), "1s apart") {
 		t.Errorf("a whole part that ended 1 s early: %v", err)
+	}
+}
+
+// collectorsOn gives p what part 0's collectors give it: the database's
+// description (every part describes its platform, collectors on or off).
+func collectorsOn(p *Run) {
+	p.Disclosure = &Disclosure{Database: &Database{Product: "x"}}
+}
+
+// The load profile part 0's collectors made counts the server's work, of
+// every part, except its lines from the driver's own counts (keys
+// DriverKeyPrefix...), its part's only: merged, those are the parts'
+// sums, and when the profile divided by the driver's transactions
+// (MySQL without performance_schema's transactions) every per-transaction
+// figure divides by the merged run's. Before, the merged profile was part
+// 0's: Executes 5000 of the run's 20000, per transaction over part 0's
+// 1000 transactions.
+func TestMergeDriverSideProfileLines(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := splitPart(t, 0, t0, 0, 1000, time.Millisecond, 0)
+	b := splitPart(t, 1, t0, 0, 3000, time.Millisecond, 0)
+	a.Statements, b.Statements = 5000, 15000
+	b.Disclosure = &Disclosure{} // collectors off: the platform only
+	collectorsOn(a)
+	v := func(x float64) *float64 { return &x }
+	a.LoadProfile = &Profile{Source: "mysql 8", Seconds: 10, Transactions: 1000, Lines: []ProfileLine{
+		{Name: "Logical reads", Total: v(80000), PerSecond: v(8000), PerTx: v(80), Source: "status.Innodb_buffer_pool_read_requests"},
+		{Name: "Executes", Total: v(5000), PerSecond: v(500), PerTx: v(5), Source: driverStatementsKey},
+		{Name: "Transactions", Total: v(1000), PerSecond: v(100), PerTx: v(1), Source: driverTransactionsKey},
+		{Name: "Deadlocks", Total: v(2), PerSecond: v(0.2), Source: "status.Innodb_deadlocks"},
+		{Name: "Redo waits", Source: "not available", Note: "needs status.Innodb_log_waits"},
+	}}
+	m, err := Merge([]*Run{a, b}, []string{"a.json", "b.json"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := m.LoadProfile
+	want := map[string][3]float64{ // total, per second, per transaction (-1: none)
+		"Logical reads": {80000, 8000, 20}, "Executes": {20000, 2000, 5}, "Transactions": {4000, 400, 1}, "Deadlocks": {2, 0.2, -1},
+	}
+	if lp.Transactions != 4000 {
+		t.Errorf("divisor %.0f, want the merged run's 4000 transactions", lp.Transactions)
+	}
+	for name, w := range want {
+		l := lp.Line(name)
+		if *l.Total != w[0] || *l.PerSecond != w[1] || (w[2] < 0) != (l.PerTx == nil) || l.PerTx != nil && *l.PerTx != w[2] {
+			t.Errorf("%s: %v %v %v, want %v", name, *l.Total, *l.PerSecond, l.PerTx, w)
+		}
+	}
+	if l := lp.Line("Redo waits"); l.Total != nil || l.Note != "needs status.Innodb_log_waits" {
+		t.Errorf("an unavailable line: %+v", l)
+	}
+	if !strings.Contains(lp.Note, "Executes, Transactions summed over the parts") {
+		t.Errorf("note %q", lp.Note)
+	}
+	if *a.LoadProfile.Line("Executes").Total != 5000 || a.LoadProfile.Transactions != 1000 {
+		t.Error("merge changed part 0's own profile")
+	}
+	for _, w := range m.Warnings {
+		if strings.Contains(w, "collectors ran on parts") {
+			t.Errorf("part 1 ran without collectors: %q", w)
+		}
+	}
+
+	// SQLite runs in each driver process: its CPU, statements and
+	// transactions are the parts' summed; its page counts and series,
+	// part 0's process only, n/a.
+	a.Target.Dialect, b.Target.Dialect = "sqlite", "sqlite"
+	a.LoadProfile = &Profile{Source: "sqlite 3", Seconds: 10, Transactions: 1000, Lines: []ProfileLine{
+		{Name: "DB CPU", Total: v(1), PerSecond: v(0.1), PerTx: v(0.001), Source: "dbparity process CPU"},
+		{Name: "Logical reads", Total: v(9000), PerSecond: v(900), PerTx: v(9), Source: "sqlite.cache_hit + sqlite.cache_miss"},
+		{Name: "Executes", Total: v(5000), PerSecond: v(500), PerTx: v(5), Source: "statements the driver sent"},
+		{Name: "Transactions", Total: v(1000), PerSecond: v(100), PerTx: v(1), Source: "transactions the driver completed"},
+	}}
+	a.DBSeries = []DBInterval{{At: 1, Seconds: 1}}
+	m, err = Merge([]*Run{a, b}, []string{"a.json", "b.json"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp = m.LoadProfile
+	for name, w := range map[string][3]float64{"DB CPU": {2, 0.2, 0.0005}, "Executes": {20000, 2000, 5}, "Transactions": {4000, 400, 1}} {
+		l := lp.Line(name)
+		if *l.Total != w[0] || *l.PerSecond != w[1] || *l.PerTx != w[2] {
+			t.Errorf("sqlite %s: %v %v %v, want %v", name, *l.Total, *l.PerSecond, *l.PerTx, w)
+		}
+	}
+	if l := lp.Line("Logical reads"); l.Total != nil || l.PerSecond != nil || !strings.Contains(l.Note, "only part 0's collectors ran") {
+		t.Errorf("sqlite's page counts of part 0's process as the run's: %+v", l)
+	}
+	if m.DBSeries != nil || !strings.Contains(strings.Join(m.Warnings, "\n"), "SQLite counts in each driver process") {
+		t.Errorf("sqlite's series of part 0's process as the run's: %v, %q", m.DBSeries, m.Warnings)
+	}
+}
+
+// The database host's OS section counts the collectors' driver as
+// dbparity's CPU and the other parts' drivers on that host as other
+// processes': merged, theirs is dbparity's too. A driver host's OS
+// section is one host's: kept when every part ran there, else left out.
+func TestMergeDriversOnTheHosts(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	parts := func(hostB string) (*Run, *Run) {
+		a := splitPart(t, 0, t0, 0, 1000, time.Millisecond, 0)
+		b := splitPart(t, 1, t0, 0, 1000, time.Millisecond, 0)
+		a.Part.Host, b.Part.Host = "h", hostB
+		collectorsOn(a)
+		a.OS = &OS{Source: "local", Window: ostat.Rates{IntervalS: 10, NumCPU: 4, SelfCPUCores: 0.1, SelfCPUPct: 2.5, OtherCPUCores: 1.5, OtherCPUPct: 37.5}}
+		a.DriverOS = &OS{Source: "local", Window: ostat.Rates{IntervalS: 10, NumCPU: 4, SelfCPUCores: 0.1, SelfCPUPct: 2.5, OtherCPUCores: 0.5, OtherCPUPct: 12.5}}
+		return a, b // each driver 1 s of CPU over its 10 s window: 0.1 core
+	}
+	a, b := parts("h")
+	m, err := Merge([]*Run{a, b}, []string{"a.json", "b.json"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	if w := m.OS.Window; !near(w.SelfCPUCores, 0.2) || !near(w.OtherCPUCores, 1.4) || !near(w.SelfCPUPct, 5) || !near(w.OtherCPUPct, 35) {
+		t.Errorf("the database host's CPU: dbparity %.2f cores (%.1f%%), other %.2f (%.1f%%), want 0.2 (5%%) and 1.4 (35%%)",
+			w.SelfCPUCores, w.SelfCPUPct, w.OtherCPUCores, w.OtherCPUPct)
+	}
+	if m.DriverOS == nil || !near(m.DriverOS.Window.SelfCPUCores, 0.2) || !near(m.DriverOS.Window.OtherCPUCores, 0.4) {
+		t.Errorf("the driver host's section: %+v", m.DriverOS)
+	}
+	if a.OS.Window.SelfCPUCores != 0.1 {
+		t.Error("merge changed part 0's own OS section")
+	}
+	a, b = parts("other")
+	if m, err = Merge([]*Run{a, b}, []string{"a.json", "b.json"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if m.OS.Window.SelfCPUCores != 0.1 || m.DriverOS != nil || !strings.Contains(strings.Join(m.Warnings, "\n"), "several driver hosts") {
+		t.Errorf("a part on another host: dbparity %.2f cores on the database host, driver OS %v, %q", m.OS.Window.SelfCPUCores, m.DriverOS, m.Warnings)
+	}
+	// A part on the host whose driver CPU is not known (recovered): left
+	// with the other processes', and said.
+	a, b = parts("h")
+	b.Recovered, b.Partial, b.PartialReason = true, true, "recovered"
+	if m, err = Merge([]*Run{a, b}, []string{"a.json", "b.json"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if m.OS.Window.SelfCPUCores != 0.1 || !strings.Contains(strings.Join(m.Warnings, "\n"), "part 1 ran on the database host and its driver's CPU is not known") {
+		t.Errorf("a recovered part on the host: dbparity %.2f cores, %q", m.OS.Window.SelfCPUCores, m.Warnings)
 	}
 }

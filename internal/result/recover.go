@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,7 +14,11 @@ import (
 // memory, a crash, a disk that filled) from its journal. The result is
 // marked partial and recovered: its counts are those of the journal's last
 // whole interval, its latency histograms those of the last checkpoint
-// (every minute), and it says so in its warnings.
+// (every minute), and it says so in its warnings. What the journal does
+// not hold is absent, never zero: the driver's CPU and load (no readings),
+// the statement, round trip and reconnect counts (the intervals after the
+// checkpoint carry none), the latencies when the checkpoint held none,
+// the database's profiles, waits and OS window (see Run.MarshalJSON).
 func Recover(journalPath string) (*Run, error) {
 	h, entries, cut, err := ReadJournal(journalPath)
 	if err != nil {
@@ -33,9 +38,21 @@ func Recover(journalPath string) (*Run, error) {
 	}
 	cp := entries[last].Checkpoint
 	r.Start, r.End, r.MeasureStart, r.MeasureEnd = cp.Start, cp.End, cp.MeasureStart, cp.MeasureEnd
-	r.Transactions, r.Commit, r.Errors, r.Statements = cp.Transactions, cp.Commit, cp.Errors, cp.Statements
+	r.Transactions, r.Commit, r.Errors = cp.Transactions, cp.Commit, cp.Errors
 	r.ErrorSamples, r.Phases, r.Events = cp.ErrorSamples, cp.Phases, cp.Events
-	r.Driver.Reconnects = cp.Driver.Reconnects
+	// The checkpoint's statement and reconnect counts stop where it was
+	// taken, while the intervals after it count on: they are not the
+	// window's, and are left out (absent, not zero). The same for every
+	// figure of the driver's own load, which the journal never holds.
+	r.Statements, r.RoundTrips, r.Driver.Reconnects = 0, 0, 0
+	for k, ph := range r.Phases {
+		ph.Statements = 0
+		r.Phases[k] = ph
+	}
+	d := &r.Driver
+	d.CPUUserS, d.CPUSysS, d.TotalCPUS, d.CPUs, d.CPUShare = 0, 0, 0, 0, 0
+	d.SchedP99Ms, d.SchedMaxMs, d.WakeP99Ms, d.WakeMaxMs, d.GapUsPerTx = 0, 0, 0, 0, 0
+	d.Bound, d.BoundReason = false, ""
 	r.Partial, r.PartialReason, r.Failed, r.FailedReason = cp.Partial, cp.PartialReason, cp.Failed, cp.FailedReason
 	histogramsAt := cp.End
 
@@ -133,4 +150,104 @@ func Recover(journalPath string) (*Run, error) {
 			"it ran in turns with %s (ab --slice), and the journal does not hold its slices: its rates are over the whole window, of which it ran about half", sl.With))
 	}
 	return &r, nil
+}
+
+// MarshalJSON writes r; a recovered run (or one merged from a recovered
+// part) without the figures its journal did not hold, which a reader
+// would otherwise take for measured zeros: the statement counts (the run's
+// and each phase's), the reconnects, the count of a latency histogram its
+// last checkpoint held nothing of (the window's COMMITs and transactions
+// went on after it), and a sliced run's active time. The driver's CPU and
+// load are zero in such a run and their fields omitted when zero. Older
+// files, which hold zeros there, read as before.
+func (r Run) MarshalJSON() ([]byte, error) {
+	type plain Run
+	if !r.Recovered {
+		return json.Marshal((*plain)(&r))
+	}
+	type phase struct {
+		Phase
+		Statements *int64 `json:"statements,omitempty"`
+	}
+	type transaction struct {
+		Transaction
+		Latency recoveredHistogram `json:"latency"`
+	}
+	type slicing struct {
+		Slicing
+		ActiveS *float64 `json:"active_s,omitempty"`
+	}
+	type driver struct {
+		Driver
+		Reconnects *int64   `json:"reconnects,omitempty"`
+		Slicing    *slicing `json:"slicing,omitempty"`
+	}
+	out := struct {
+		*plain
+		Driver       driver             `json:"driver"`
+		Transactions []transaction      `json:"transactions"`
+		Commit       recoveredHistogram `json:"commit"`
+		Statements   *int64             `json:"statements,omitempty"`
+		Phases       map[string]phase   `json:"phases"`
+	}{plain: (*plain)(&r), Driver: driver{Driver: r.Driver}, Commit: recoveredHistogram(r.Commit)}
+	if sl := r.Driver.Slicing; sl != nil {
+		out.Driver.Slicing = &slicing{Slicing: *sl}
+		if sl.ActiveS > 0 {
+			out.Driver.Slicing.ActiveS = &sl.ActiveS
+		}
+	}
+	if r.Transactions != nil {
+		out.Transactions = make([]transaction, len(r.Transactions))
+		for i, t := range r.Transactions {
+			out.Transactions[i] = transaction{Transaction: t, Latency: recoveredHistogram(t.Latency)}
+		}
+	}
+	if r.Phases != nil {
+		out.Phases = make(map[string]phase, len(r.Phases))
+		for k, ph := range r.Phases {
+			out.Phases[k] = phase{Phase: ph}
+		}
+	}
+	return json.Marshal(out)
+}
+
+// histogramJSON is a Histogram as a file holds it. An empty histogram has
+// no percentiles (absent, not zero); Count is left out only where it is
+// not known (recoveredHistogram).
+type histogramJSON struct {
+	Count     *int64   `json:"count,omitempty"`
+	MeanMs    *float64 `json:"mean_ms,omitempty"`
+	P50Ms     *float64 `json:"p50_ms,omitempty"`
+	P90Ms     *float64 `json:"p90_ms,omitempty"`
+	P95Ms     *float64 `json:"p95_ms,omitempty"`
+	P99Ms     *float64 `json:"p99_ms,omitempty"`
+	P999Ms    *float64 `json:"p999_ms,omitempty"`
+	MaxMs     *float64 `json:"max_ms,omitempty"`
+	Saturated int64    `json:"saturated,omitempty"`
+	HDR       string   `json:"hdr"`
+}
+
+func (h Histogram) toJSON(count bool) histogramJSON {
+	out := histogramJSON{Saturated: h.Saturated, HDR: h.HDR}
+	if count || h.Count > 0 {
+		out.Count = &h.Count
+	}
+	if h.Count > 0 {
+		out.MeanMs, out.P50Ms, out.P90Ms, out.P95Ms = &h.MeanMs, &h.P50Ms, &h.P90Ms, &h.P95Ms
+		out.P99Ms, out.P999Ms, out.MaxMs = &h.P99Ms, &h.P999Ms, &h.MaxMs
+	}
+	return out
+}
+
+// MarshalJSON writes h: an empty histogram without percentiles, which
+// it does not have (a reader gets zeros back, and Count says why).
+func (h Histogram) MarshalJSON() ([]byte, error) { return json.Marshal(h.toJSON(true)) }
+
+// recoveredHistogram is a recovered run's latency histogram: one its last
+// checkpoint held nothing of has no count either (the window's went on
+// after the checkpoint, unknown).
+type recoveredHistogram Histogram
+
+func (h recoveredHistogram) MarshalJSON() ([]byte, error) {
+	return json.Marshal(Histogram(h).toJSON(false))
 }

@@ -33,16 +33,20 @@ func Delta(start, end *Snapshot) map[string]float64 {
 }
 
 // Extra figures from other collectors, merged into a window's deltas so a
-// profile can use them: keys outside any server's statistics.
+// profile can use them: keys outside any server's statistics. Those that
+// are the driver process's own counts begin with result.DriverKeyPrefix:
+// in a run split over driver processes they are one part's, where the
+// server's counters are every part's, and merge recomputes the lines that
+// take them.
 const (
-	ExtraServerCPU  = "os.server_cpu_s"    // CPU seconds of the server's processes (local server)
-	ExtraASHDBTime  = "ash.db_time_s"      // sampled active sessions × window
-	ExtraASHCPU     = "ash.cpu_s"          // sampled active, not waiting × window
-	ExtraDevReads   = "os.device_reads"    // completed reads of the block devices
-	ExtraDevWrites  = "os.device_writes"   // completed writes
-	ExtraDevReadMB  = "os.device_read_mb"  // MB read
-	ExtraDevWriteMB = "os.device_write_mb" // MB written
-	ExtraClientStmt = "client.statements"  // statements the driver sent
+	ExtraServerCPU  = "os.server_cpu_s"                     // CPU seconds of the server's processes (local server)
+	ExtraASHDBTime  = "ash.db_time_s"                       // sampled active sessions × window
+	ExtraASHCPU     = "ash.cpu_s"                           // sampled active, not waiting × window
+	ExtraDevReads   = "os.device_reads"                     // completed reads of the block devices
+	ExtraDevWrites  = "os.device_writes"                    // completed writes
+	ExtraDevReadMB  = "os.device_read_mb"                   // MB read
+	ExtraDevWriteMB = "os.device_write_mb"                  // MB written
+	ExtraClientStmt = result.DriverKeyPrefix + "statements" // statements the driver sent
 )
 
 // Alt is one way of computing a line: the sum of the deltas of Keys
