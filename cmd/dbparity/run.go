@@ -155,7 +155,8 @@ type sidesFlags struct {
 	aSet, bSet     multi
 	aMySet, bMySet multi
 	aCPUs, bCPUs   int
-	aVer, bVer     int // --a-pg-version, --b-pg-version
+	aVer, bVer     int    // --a-pg-version, --b-pg-version
+	aBin, bBin     string // --a-pg-bin, --b-pg-bin
 	labelA, labelB string
 }
 
@@ -170,6 +171,8 @@ func (sf *sidesFlags) bind(fs *flag.FlagSet) {
 	fs.Var(count{&sf.bCPUs}, "b-cpus", "managed: confine side B's server to `N` CPUs")
 	fs.Var(major{&sf.aVer}, "a-pg-version", "managed postgres: the major `version` of side A's server (each version has its own data directory, loaded when empty)")
 	fs.Var(major{&sf.bVer}, "b-pg-version", "managed postgres: the major `version` of side B's server")
+	fs.StringVar(&sf.aBin, "a-pg-bin", "", "managed postgres: the `directory` of side A's server binaries (initdb, pg_ctl, postgres), so that both sides can be of one kind of build")
+	fs.StringVar(&sf.bBin, "b-pg-bin", "", "managed postgres: the `directory` of side B's server binaries")
 	fs.StringVar(&sf.labelA, "label-a", "a", "label of side A, the baseline")
 	fs.StringVar(&sf.labelB, "label-b", "b", "label of side B")
 }
@@ -177,7 +180,7 @@ func (sf *sidesFlags) bind(fs *flag.FlagSet) {
 // given tells whether any flag of a second side was given.
 func (sf *sidesFlags) given() bool {
 	return sf.aURL != "" || sf.bURL != "" || len(sf.aSet) > 0 || len(sf.bSet) > 0 || len(sf.aMySet) > 0 || len(sf.bMySet) > 0 ||
-		sf.aCPUs > 0 || sf.bCPUs > 0 || sf.aVer > 0 || sf.bVer > 0
+		sf.aCPUs > 0 || sf.bCPUs > 0 || sf.aVer > 0 || sf.bVer > 0 || sf.aBin != "" || sf.bBin != ""
 }
 
 // sides returns the targets of A and B from the common target.
@@ -199,8 +202,14 @@ func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) 
 	if sf.bVer > 0 {
 		b.PGVersion = sf.bVer
 	}
-	if (sf.aVer > 0 || sf.bVer > 0) && base.Managed != "postgres" {
-		return a, b, runner.UsageError{Err: errors.New("--a-pg-version and --b-pg-version choose managed servers' versions: give --managed postgres")}
+	if sf.aBin != "" {
+		a.PGBin = sf.aBin
+	}
+	if sf.bBin != "" {
+		b.PGBin = sf.bBin
+	}
+	if (sf.aVer > 0 || sf.bVer > 0 || sf.aBin != "" || sf.bBin != "") && base.Managed != "postgres" {
+		return a, b, runner.UsageError{Err: errors.New("--a-pg-version, --b-pg-version, --a-pg-bin and --b-pg-bin choose managed servers' binaries: give --managed postgres")}
 	}
 	if err := confine(&a, sf.aCPUs); err != nil {
 		return a, b, err
@@ -209,7 +218,7 @@ func (sf *sidesFlags) sides(base runner.Target) (a, b runner.Target, err error) 
 		return a, b, err
 	}
 	if sf.aURL == sf.bURL && strings.Join(sf.aSet, ",") == strings.Join(sf.bSet, ",") && strings.Join(sf.aMySet, ",") == strings.Join(sf.bMySet, ",") &&
-		slices.Equal(a.CPUs, b.CPUs) && a.PGVersion == b.PGVersion {
+		slices.Equal(a.CPUs, b.CPUs) && a.PGVersion == b.PGVersion && a.PGBin == b.PGBin {
 		return a, b, runner.UsageError{Err: errors.New("sides A and B are the same: give --a and --b targets, or --a-pg-set / --b-pg-set / --a-pg-version / --b-pg-version with --managed postgres (--a-my-set / --b-my-set with --managed mariadb)")}
 	}
 	return a, b, nil

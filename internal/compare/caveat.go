@@ -2,6 +2,7 @@ package compare
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -48,33 +49,41 @@ func (g Grade) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 // Kind is a kind of caveat.
 type Kind string
 
-// The kinds of caveat, worst grade first. kinds gives each its grade and
-// words.
+// The kinds of caveat, in the order a report lists them: the grade's
+// worst first, and within a grade the most telling first (rank). A
+// NOT A FINDING names the first of its kinds: that the runs are not one
+// platform, or shared one host, says more than the noise that follows
+// from it.
 const (
 	KindFailed         Kind = "failed"
-	KindDriverBound    Kind = "driver-bound"
-	KindHostBusy       Kind = "host-busy"
 	KindNotOnePlatform Kind = "not-one-platform"
 	KindOneHost        Kind = "one-host"
-	KindNoInterval     Kind = "no-interval"
 	KindEndState       Kind = "end-state"
+	KindDriverBound    Kind = "driver-bound"
+	KindHostBusy       Kind = "host-busy"
+	KindNoInterval     Kind = "no-interval"
 	KindPartial        Kind = "partial"
-	KindHostShared     Kind = "host-shared"
-	KindDrift          Kind = "drift"
 	KindOutage         Kind = "outage"
 	KindReconnect      Kind = "reconnect"
 	KindBehind         Kind = "behind"
+	KindHostShared     Kind = "host-shared"
 	KindSteal          Kind = "steal"
+	KindDrift          Kind = "drift"
 	KindVariation      Kind = "variation"
 	KindFewRuns        Kind = "few-runs"
 	KindLowCPU         Kind = "low-cpu"
 	KindFlatCPU        Kind = "flat-cpu"
 	KindNotCPUBound    Kind = "not-cpu-bound"
+	KindBuild          Kind = "build"
 	KindLag            Kind = "lag"
 	KindOutcomes       Kind = "outcomes"
 	KindUnverified     Kind = "unverified"
-	KindBuild          Kind = "build"
 )
+
+// rank orders the kinds within a grade (the constants' order).
+var rank = []Kind{KindFailed, KindNotOnePlatform, KindOneHost, KindEndState, KindDriverBound, KindHostBusy, KindNoInterval,
+	KindPartial, KindOutage, KindReconnect, KindBehind, KindHostShared, KindSteal, KindDrift, KindVariation, KindFewRuns,
+	KindLowCPU, KindFlatCPU, KindNotCPUBound, KindBuild, KindLag, KindOutcomes, KindUnverified}
 
 // kindInfo is what a kind does to the grade and how its line reads:
 // "TITLE: 3 of 12 runs RUNS (worst: FILE, DETAIL)".
@@ -123,6 +132,23 @@ type Caveat struct {
 	Text   string `json:"text"`
 }
 
+// MarshalJSON writes the caveat with its whole sentence, a run's made
+// from its kind's words: "x.json: drifted more than 10% ... (+20%)".
+func (c Caveat) MarshalJSON() ([]byte, error) {
+	type plain Caveat
+	p := plain(c)
+	if p.Text == "" {
+		p.Text = strings.TrimSpace(c.File+" "+singular(kinds[c.Kind].runs)) + " (" + c.Detail + ")"
+		if c.Detail == "" {
+			p.Text = strings.TrimSpace(c.File + " " + singular(kinds[c.Kind].runs))
+		}
+	}
+	return json.Marshal(struct {
+		plain
+		Grade Grade `json:"grade"`
+	}{p, c.Grade()})
+}
+
 // Grade is what the caveat does to the answer.
 func (c Caveat) Grade() Grade { return kinds[c.Kind].grade }
 
@@ -157,7 +183,9 @@ func Assess(cs []Caveat, runs int) Assessment {
 		}
 		byKind[c.Kind] = append(byKind[c.Kind], c)
 	}
-	slices.SortStableFunc(order, func(x, y Kind) int { return cmp.Compare(kinds[y].grade, kinds[x].grade) })
+	slices.SortFunc(order, func(x, y Kind) int {
+		return cmp.Or(cmp.Compare(kinds[y].grade, kinds[x].grade), cmp.Compare(slices.Index(rank, x), slices.Index(rank, y)))
+	})
 	why := ""
 	for _, k := range order {
 		group := byKind[k]

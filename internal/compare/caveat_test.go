@@ -15,6 +15,13 @@ import (
 // docGrades reads the grade rules' table of docs/statistics.md: caveat
 // title → grade.
 func docGrades(t *testing.T) map[string]string {
+	g, _ := docTable(t)
+	return g
+}
+
+// docTable reads the grade rules' table: title → grade, and the titles
+// in the table's order.
+func docTable(t *testing.T) (map[string]string, []string) {
 	t.Helper()
 	f, err := os.Open("../../docs/statistics.md")
 	if err != nil {
@@ -22,6 +29,7 @@ func docGrades(t *testing.T) map[string]string {
 	}
 	defer f.Close()
 	out := map[string]string{}
+	var order []string
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -32,11 +40,12 @@ func docGrades(t *testing.T) map[string]string {
 		case in && strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| caveat"):
 			cells := strings.Split(line, "|")
 			out[strings.TrimSpace(cells[1])] = strings.TrimSpace(cells[2])
+			order = append(order, strings.TrimSpace(cells[1]))
 		case in && len(out) > 0 && !strings.HasPrefix(line, "|"):
-			return out
+			return out, order
 		}
 	}
-	return out
+	return out, order
 }
 
 // The code grades every kind of caveat as docs/statistics.md says, and
@@ -62,6 +71,16 @@ func TestGradeRulesAsDocumented(t *testing.T) {
 		if !titles[title] {
 			t.Errorf("docs/statistics.md lists %s, which the code does not have", title)
 		}
+	}
+	// The table lists the kinds in the order reports do, which decides
+	// the kind a NOT A FINDING names.
+	_, order := docTable(t)
+	var code []string
+	for _, k := range rank {
+		code = append(code, kinds[k].title)
+	}
+	if strings.Join(order, ", ") != strings.Join(code, ", ") {
+		t.Errorf("the doc's order:\n%s\nthe code's:\n%s", strings.Join(order, ", "), strings.Join(code, ", "))
 	}
 }
 
@@ -171,8 +190,8 @@ func TestCaveatsGrouped(t *testing.T) {
 		t.Errorf("label %q", a.Label)
 	}
 	want := "NOT STATIONARY: 3 of 4 runs drifted more than 10% in throughput within their window (worst: r1.json, -50%)"
-	if len(a.Lines) != 2 || a.Lines[0] != want {
-		t.Errorf("lines %q, want first %q", a.Lines, want)
+	if len(a.Lines) != 2 || a.Lines[1] != want || !strings.HasPrefix(a.Lines[0], "HOST SHARED: 1 of 4 runs") {
+		t.Errorf("lines %q, want the host shared (a cause) first, then %q", a.Lines, want)
 	}
 	// A blocking kind leads, and names the grade.
 	runs[3].Driver.Bound, runs[3].Driver.BoundReason = true, "the driver used all its CPU"

@@ -360,6 +360,8 @@ func (v Verdict) String() string {
 		return v.Headline()
 	}
 	switch {
+	case math.IsNaN(v.Ratio):
+		return "n/a (" + strings.TrimPrefix(v.Insufficient, "no verdict: ") + ")"
 	case v.Insufficient != "":
 		return fmt.Sprintf("%.2fx (%s)", v.Ratio, v.Insufficient)
 	case !v.Different:

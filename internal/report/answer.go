@@ -20,9 +20,6 @@ type Answer struct {
 	// Notes explain the figure where the report shows another that looks
 	// alike (why the equal-CPU interval is tighter than the top step's).
 	Notes []string `json:"notes,omitempty"`
-	// Finding is where the platform took time, when that held in every
-	// run.
-	Finding []string `json:"findings,omitempty"`
 }
 
 // Answer builds the comparison's answer. The study decides the figure: a
@@ -54,7 +51,7 @@ func (c *Comparison) Answer() Answer {
 			a.Notes = append(a.Notes, fmt.Sprintf("the equal-CPU interval draws on the runs of every step (%d), through each group's curve; the verdict at %s in the table below rests on that step's runs alone, so its interval is wider, or absent",
 				runs, c.AtStep))
 		}
-	case s != nil && s.Scaling:
+	case s != nil && s.Scaling && (len(c.Groups) < 2 || s.Param == "cpus"):
 		for _, g := range s.Groups {
 			if g.Gain == nil || math.IsNaN(g.GainPerDoubling) {
 				continue
@@ -67,11 +64,17 @@ func (c *Comparison) Answer() Answer {
 				line += "; " + v.Insufficient + ")"
 			}
 			a.Sentences = append(a.Sentences, line)
-			cs = append(cs, compare.VerdictCaveats(*g.Gain)...)
+			for _, cv := range compare.VerdictCaveats(*g.Gain) {
+				cv.Text = g.Label + "'s gain: " + cv.Text
+				cs = append(cs, cv)
+			}
 		}
 	case len(c.Groups) > 1 && c.each(func(r *result.Run) bool { return r.Replay != nil }):
 		a.Sentences = c.replaySentences()
 	default:
+		if s != nil && s.EqualNote != "" {
+			a.Notes = append(a.Notes, "no throughput at equal CPU: "+s.EqualNote+"; the answer is the verdict at the highest step both ran")
+		}
 		multi := c.each(func(r *result.Run) bool { return len(r.Parts) > 1 })
 		for i, g := range c.Groups[1:] {
 			for _, v := range c.Verdicts[i] {
@@ -87,7 +90,7 @@ func (c *Comparison) Answer() Answer {
 				} else {
 					a.Sentences = append(a.Sentences, v.Sentence(at))
 				}
-				cs = append(cs, compare.VerdictCaveats(v)...)
+				cs = append(cs, labelled(compare.VerdictCaveats(v), len(c.Groups), v)...)
 			}
 		}
 		if v := c.versions(); v != "" {
@@ -95,13 +98,20 @@ func (c *Comparison) Answer() Answer {
 		}
 		cs = append(cs, c.buildCaveats()...)
 	}
-	for _, g := range c.Groups[1:] {
-		if f, tested := compare.PlatformFinding(c.Groups[0], g); f != "" && tested {
-			a.Finding = append(a.Finding, f)
-		}
-	}
 	a.Assessment = compare.Assess(cs, runs)
 	return a
+}
+
+// labelled names the groups a verdict's caveats are about, when the
+// comparison has more than two groups or a sweep several answers.
+func labelled(cs []compare.Caveat, groups int, v compare.Verdict) []compare.Caveat {
+	if groups < 3 {
+		return cs
+	}
+	for i := range cs {
+		cs[i].Text = fmt.Sprintf("%s against %s: %s", v.LabelB, v.LabelA, cs[i].Text)
+	}
+	return cs
 }
 
 // ratioSentence is a figure of b against a with its 95% interval: the
@@ -275,7 +285,7 @@ func (c *Comparison) buildCaveats() []compare.Caveat {
 		}
 		for _, cc := range ccs[1:] {
 			if cc != ccs[0] {
-				return []compare.Caveat{{Kind: compare.KindBuild, Text: fmt.Sprintf("the servers were built by different compilers (%s): the figure is not the version's alone; run both sides from the same kind of build (--pg-dist or --pg-bin for each)",
+				return []compare.Caveat{{Kind: compare.KindBuild, Text: fmt.Sprintf("the servers were built by different compilers (%s): the figure is not the version's alone; run both sides from one kind of build (ab --a-pg-bin DIR --b-pg-bin DIR: two archives' bin directories, unpacked under dbparity-data/pg-dist, or two packages')",
 					strings.Join(ccs, " against "))}}
 			}
 		}
@@ -319,9 +329,6 @@ func answerText(p *printer, a Answer) {
 	}
 	for _, n := range a.Notes {
 		p.f("    note: %s\n", n)
-	}
-	for _, f := range a.Finding {
-		p.f("    where the time went: %s\n", f)
 	}
 }
 

@@ -204,12 +204,17 @@ func (c *Comparison) noteTable() []Table {
 	return nil
 }
 
-// title is the comparison's heading.
+// title is the comparison's heading: every run of each group, a sweep's
+// every step ("baseline" only when there is another group).
 func (c *Comparison) title() string {
 	ref := c.Groups[0].Runs[0]
-	s := fmt.Sprintf("dbparity compare: %s v%s, baseline %q", ref.Workload.Name, ref.Workload.Version, c.Groups[0].Label)
-	for _, g := range c.Groups {
-		s += fmt.Sprintf(", %q %d run(s)", g.Label, len(g.Runs))
+	s := fmt.Sprintf("dbparity compare: %s v%s", ref.Workload.Name, ref.Workload.Version)
+	if len(c.all) > 1 {
+		s += fmt.Sprintf(", baseline %q", c.all[0].Label)
+	}
+	for _, g := range c.all {
+		n := int64(len(g.Runs))
+		s += fmt.Sprintf(", %q %d %s", g.Label, n, plural(n, "run", "runs"))
 	}
 	return s
 }
@@ -258,6 +263,21 @@ func CompareMarkdown(w io.Writer, c *Comparison) error {
 		p.f("\n%s\n", d)
 	}
 	esc := strings.NewReplacer("|", "\\|", "\n", " ")
+	a := c.Answer()
+	p.f("\n## The answer\n\n")
+	for _, l := range a.Sentences {
+		p.f("**%s**\n\n", l)
+	}
+	p.f("Grade: **%s**\n", a.Assessment.Label)
+	if len(a.Assessment.Lines) > 0 {
+		p.f("\n")
+	}
+	for _, l := range a.Assessment.Lines {
+		p.f("- %s\n", l)
+	}
+	for _, n := range a.Notes {
+		p.f("\nNote: %s\n", n)
+	}
 	for _, t := range c.Tables() {
 		p.f("\n## %s\n\n", esc.Replace(t.Title))
 		p.f("|")
@@ -303,7 +323,19 @@ func CompareCSV(w io.Writer, c *Comparison) error {
 				num(v.Ratio), num(v.Lo), num(v.Hi), num(v.P), num(v.PAdj), strconv.Itoa(v.NA), strconv.Itoa(v.NB), v.Word(), strings.Join(v.Notes, "; ")})
 		}
 	}
-	ts := append(append([]Table{vt}, c.sweepTables()...), c.sections()...)
+	a := c.Answer()
+	at := Table{Title: "answer", Columns: []string{"kind", "text"}}
+	for _, l := range a.Sentences {
+		at.Rows = append(at.Rows, []string{"sentence", l})
+	}
+	at.Rows = append(at.Rows, []string{"grade", a.Assessment.Label})
+	for _, l := range a.Assessment.Lines {
+		at.Rows = append(at.Rows, []string{"caveat", l})
+	}
+	for _, n := range a.Notes {
+		at.Rows = append(at.Rows, []string{"note", n})
+	}
+	ts := append(append([]Table{at, vt}, c.sweepTables()...), c.sections()...)
 	width := 0
 	for _, t := range ts {
 		width = max(width, len(t.Columns)+1)
@@ -437,6 +469,7 @@ func CompareJSON(w io.Writer, c *Comparison) error {
 	}
 	doc := struct {
 		Schema      string               `json:"schema"`
+		Answer      Answer               `json:"answer"`
 		Workload    string               `json:"workload"`
 		Baseline    string               `json:"baseline"`
 		Groups      []group              `json:"groups"`
@@ -446,7 +479,7 @@ func CompareJSON(w io.Writer, c *Comparison) error {
 		Tables      []Table              `json:"tables"`
 		Sweep       any                  `json:"sweep,omitempty"`
 		AtStep      string               `json:"at_step,omitempty"`
-	}{Schema: CompareSchema, Workload: c.Groups[0].Runs[0].Workload.Name, Baseline: c.Groups[0].Label,
+	}{Schema: CompareSchema, Answer: c.Answer(), Workload: c.Groups[0].Runs[0].Workload.Name, Baseline: c.Groups[0].Label,
 		Notes: c.Notes, Differences: c.Diff, Tables: append(c.sweepTables(), c.sections()...), AtStep: c.AtStep}
 	if c.Sweep != nil {
 		doc.Sweep = finite(reflect.ValueOf(c.Sweep))

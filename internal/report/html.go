@@ -702,16 +702,13 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 }
 
 // headlines are what a manager reads first: the study's one answer with
-// its interval, what explains it beside another figure, and where the
-// platform took time when that passed a test against the runs' own
-// spread. The grade and the caveats follow them.
+// its interval, and what explains it beside another figure. The grade
+// and the caveats follow them; where the platform took time has its
+// table.
 func headlines(a Answer) []string {
 	out := append([]string(nil), a.Sentences...)
 	for _, n := range a.Notes {
 		out = append(out, "note: "+n)
-	}
-	for _, f := range a.Finding {
-		out = append(out, "where the time went: "+f)
 	}
 	return out
 }

@@ -184,7 +184,7 @@ func stepRatio(v *compare.Verdict) string {
 	case v == nil || math.IsNaN(v.Ratio):
 		return ""
 	case math.IsNaN(v.Lo):
-		return fmt.Sprintf("%.2fx", v.Ratio)
+		return fmt.Sprintf("%.2fx (no interval)", v.Ratio)
 	case !v.Different:
 		return fmt.Sprintf("~%.2fx [%.2f, %.2f]", v.Ratio, v.Lo, v.Hi)
 	}

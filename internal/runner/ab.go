@@ -131,7 +131,7 @@ func AB(ctx context.Context, o ABOptions) ([]string, error) {
 		for _, k := range order {
 			s := sides[k]
 			ro := o.RunOptions
-			ro.Target, ro.Label, ro.Round, ro.Out, ro.Repeat = s.t, s.label, r, name(s, r), 1
+			ro.Target, ro.Label, ro.Round, ro.Out, ro.Repeat, ro.Brief = s.t, s.label, r, name(s, r), 1, true
 			ro.Load = ro.Load || s.load
 			if o.Reload {
 				t, err := openTarget(ctx, s.t)
