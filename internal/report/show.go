@@ -246,8 +246,8 @@ type jsonSummary struct {
 	// Statements and Commit shadow the summary's: a recovered run does
 	// not know its statements, nor its COMMITs' count when its
 	// checkpoint held none (null, never 0).
-	Statements *int64     `json:"statements"`
-	Commit     jsonCommit `json:"commit"`
+	Statements  *int64             `json:"statements"`
+	Commit      jsonCommit         `json:"commit"`
 	LoadProfile *result.Profile    `json:"load_profile,omitempty"`
 	IOProfile   *result.Profile    `json:"io_profile,omitempty"`
 	Waits       *result.Waits      `json:"waits,omitempty"`
