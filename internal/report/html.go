@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -389,7 +390,22 @@ func axes(b *strings.Builder, x0, y0, x1, y1, xStep, xTop, yStep, yTop float64, 
 	fmt.Fprintf(b, `<text x="4" y="14" class="tk">%s</text>`, html.EscapeString(yLabel))
 }
 
+// micros writes a log2 bucket's bound in the unit that reads best: "512
+// µs", "33 ms", "2.1 s".
+func micros(u int64) string {
+	switch {
+	case u >= 1_000_000:
+		return strconv.FormatFloat(float64(u)/1e6, 'g', 2, 64) + " s"
+	case u >= 1000:
+		return strconv.FormatFloat(float64(u)/1e3, 'g', 2, 64) + " ms"
+	}
+	return strconv.FormatInt(u, 10) + " µs"
+}
+
 func short(v float64) string {
+	if v == 0 {
+		return "0"
+	}
 	switch {
 	case v >= 1e6:
 		return fmt.Sprintf("%.1fM", v/1e6)
@@ -572,7 +588,7 @@ func bucketChart(title, yLabel string, names []string, bs [][]metrics.Bucket) te
 		if !present[u] {
 			continue
 		}
-		cats = append(cats, "<"+short(float64(u))+"µs")
+		cats = append(cats, "<"+micros(u))
 		for i, b := range bs {
 			v := 0.0
 			for _, x := range b {
