@@ -116,6 +116,16 @@ func labelNote(label string) string {
 	return fmt.Sprintf("label %s (a default from the target: --label names the platform)", label)
 }
 
+// fromManaged makes a managed server's refusal of its input (an archive
+// refused or damaged, binaries of another version) a usage error: exit 2.
+func fromManaged(err error) error {
+	var ue managed.UsageError
+	if errors.As(err, &ue) {
+		return UsageError{err}
+	}
+	return err
+}
+
 // dataDir is a managed server's data directory, as openTarget uses it:
 // one per major version chosen with --pg-version.
 func (t Target) dataDir() string {
@@ -168,7 +178,7 @@ func (t Target) validateSettings() error {
 	if t.Managed == "postgres" {
 		unknown, err := managed.UnknownSettings(context.Background(), t.binOptions(), t.PGSet)
 		if err != nil {
-			return err
+			return fromManaged(err)
 		}
 		if len(unknown) > 0 {
 			return usage("--pg-set %s: the server knows no such setting (postgres --describe-config lists them)", strings.Join(unknown, ", "))
@@ -272,7 +282,7 @@ func openTarget(ctx context.Context, t Target) (*opened, error) {
 	mo.DataDir, mo.Settings, mo.ConfFile, mo.Preset = t.dataDir(), t.PGSet, t.PGConf, preset
 	inst, err := managed.Start(ctx, mo)
 	if err != nil {
-		return nil, fmt.Errorf("managed postgres: %w", err)
+		return nil, fromManaged(fmt.Errorf("managed postgres: %w", err))
 	}
 	return openManaged(inst, t)
 }

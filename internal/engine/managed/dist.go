@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/ulikunitz/xz"
+	"golang.org/x/sys/unix"
 )
 
 // A PostgreSQL of a chosen major version comes from, in order: the
@@ -78,8 +79,18 @@ func findVersion(ctx context.Context, major int, dist, cache string, log func(st
 	if !slices.Contains(SupportedMajors, major) {
 		return "", fmt.Errorf("--pg-version %d: choose one of %s", major, SupportedText())
 	}
+	var other error
 	if dist != "" {
-		return unpackDist(ctx, dist, major, cache, log)
+		bin, err := unpackDist(ctx, dist, major, cache, log)
+		var om otherMajor
+		if !errors.As(err, &om) {
+			return bin, err
+		}
+		// An archive serves the side whose version it holds (ab with
+		// --a-pg-version and --b-pg-version): this side's comes from
+		// elsewhere, or the archive's error stands.
+		log("--pg-dist %s holds PostgreSQL %s: it serves version %d; looking elsewhere for %d", om.archive, om.version, majorOfVersion(om.version), major)
+		other = UsageError{om}
 	}
 	if dir, err := findBin(""); err == nil {
 		if v, err := serverVersion(ctx, dir); err == nil && majorOfVersion(v) == major {
@@ -108,6 +119,17 @@ func findVersion(ctx context.Context, major int, dist, cache string, log func(st
 		slices.Sort(archives)
 		return unpackDist(ctx, archives[len(archives)-1], major, cache, log)
 	}
+	// One that Maven fetched (mvn dependency:get), in its local repository.
+	if home, err := os.UserHomeDir(); err == nil {
+		m, _ := filepath.Glob(filepath.Join(home, ".m2", "repository", mavenPath(), strconv.Itoa(major)+".*", "*.jar"))
+		if len(m) > 0 {
+			slices.SortFunc(m, func(a, b string) int { return compareVersions(filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b))) })
+			return unpackDist(ctx, m[len(m)-1], major, cache, log)
+		}
+	}
+	if other != nil {
+		return "", other
+	}
 	v := distVersions[major]
 	if v == "" {
 		v = strconv.Itoa(major) + ".x.0" // a version of that major
@@ -126,12 +148,12 @@ const unpackedMark = ".dbparity-unpacked"
 func unpackDist(ctx context.Context, archive string, major int, cache string, log func(string, ...any)) (string, error) {
 	f, err := os.Open(archive)
 	if err != nil {
-		return "", fmt.Errorf("--pg-dist %s: %w", archive, errors.Unwrap(err))
+		return "", UsageError{fmt.Errorf("--pg-dist %s: %w", archive, errors.Unwrap(err))}
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("--pg-dist %s: %w", archive, err)
+		return "", UsageError{fmt.Errorf("--pg-dist %s: %w", archive, err)}
 	}
 	// Unpacked before from this archive: its mark names it.
 	if abs, err := filepath.Abs(archive); err == nil {
@@ -162,7 +184,7 @@ func unpackDist(ctx context.Context, archive string, major int, cache string, lo
 	if strings.HasSuffix(archive, ".jar") || strings.HasSuffix(archive, ".zip") {
 		zr, err := zip.NewReader(f, st.Size())
 		if err != nil {
-			return "", fmt.Errorf("--pg-dist %s: not a jar: %w", archive, err)
+			return "", UsageError{fmt.Errorf("--pg-dist %s: not a jar (damaged, or not an archive): %w", archive, err)}
 		}
 		var found *zip.File
 		for _, e := range zr.File {
@@ -171,11 +193,11 @@ func unpackDist(ctx context.Context, archive string, major int, cache string, lo
 			}
 		}
 		if found == nil {
-			return "", fmt.Errorf("--pg-dist %s: the jar holds no .txz of PostgreSQL binaries (want %s:VERSION)", archive, DistArtifact)
+			return "", UsageError{fmt.Errorf("--pg-dist %s: the jar holds no .txz of PostgreSQL binaries (want %s:VERSION)", archive, DistArtifact)}
 		}
 		rc, err := found.Open()
 		if err != nil {
-			return "", fmt.Errorf("--pg-dist %s: %w", archive, err)
+			return "", UsageError{fmt.Errorf("--pg-dist %s: %s: %w", archive, found.Name, err)}
 		}
 		defer rc.Close()
 		txz = rc
@@ -185,90 +207,86 @@ func unpackDist(ctx context.Context, archive string, major int, cache string, lo
 	}
 	bin := filepath.Join(tmp, "bin")
 	if err := hasServerBinaries(bin); err != nil {
-		return "", fmt.Errorf("--pg-dist %s: %v in its bin/: not a PostgreSQL server archive", archive, err)
+		return "", UsageError{fmt.Errorf("--pg-dist %s: %v in its bin/: not a PostgreSQL server archive", archive, err)}
 	}
 	v, err := serverVersion(ctx, bin)
 	if err != nil {
-		return "", fmt.Errorf("--pg-dist %s: its postgres does not run here: %w", archive, err)
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return "", UsageError{fmt.Errorf("--pg-dist %s: its postgres does not run here: %w", archive, err)}
 	}
-	if got := majorOfVersion(v); got != major {
-		return "", fmt.Errorf("--pg-dist %s holds PostgreSQL %s, not %d: give --pg-version %d or another archive", archive, v, major, got)
+	// The version names the directory the archive goes to.
+	if !distVersionRE.MatchString(v) {
+		return "", UsageError{fmt.Errorf("--pg-dist %s: its postgres --version says %q, not a version", archive, v)}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, unpackedMark), []byte(archive+"\n"), 0o644); err != nil {
+	// No entry had the mark's name (untar refuses it): made anew, through no link.
+	mark, err := os.OpenFile(filepath.Join(tmp, unpackedMark), os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = mark.WriteString(archive + "\n")
+	if cerr := mark.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", err
 	}
 	dest := filepath.Join(cache, v)
-	if _, err := os.Stat(filepath.Join(dest, unpackedMark)); err == nil {
-		return filepath.Join(dest, "bin"), nil // unpacked before
+	if _, err := os.Stat(filepath.Join(dest, unpackedMark)); err != nil {
+		os.RemoveAll(dest) // a half-made one
+		if err := os.Rename(tmp, dest); err != nil {
+			return "", fmt.Errorf("pg-dist cache: %w", err)
+		}
+		log("PostgreSQL %s unpacked into %s", v, dest)
 	}
-	os.RemoveAll(dest) // a half-made one
-	if err := os.Rename(tmp, dest); err != nil {
-		return "", fmt.Errorf("pg-dist cache: %w", err)
+	if got := majorOfVersion(v); got != major {
+		// Kept in the cache: it serves the version it holds (ab's other
+		// side, a later run).
+		return "", otherMajor{archive: archive, version: v, want: major}
 	}
-	log("PostgreSQL %s unpacked into %s", v, dest)
 	return filepath.Join(dest, "bin"), nil
 }
 
-// untarXZ unpacks an xz-compressed tar into dir: regular files,
-// directories and symbolic links that stay inside dir.
+// mavenPath is DistArtifact's directory in a Maven repository.
+func mavenPath() string {
+	group, artifact, _ := strings.Cut(DistArtifact, ":")
+	return filepath.Join(strings.ReplaceAll(group, ".", "/"), artifact)
+}
+
+// otherMajor is an archive that holds another major version than the one
+// asked for.
+type otherMajor struct {
+	archive, version string
+	want             int
+}
+
+func (e otherMajor) Error() string {
+	return fmt.Sprintf("--pg-dist %s holds PostgreSQL %s, not %d: give --pg-version %d or another archive",
+		e.archive, e.version, e.want, majorOfVersion(e.version))
+}
+
+// untarXZ unpacks an xz-compressed tar into dir (see unpacker): regular
+// files, directories, symbolic and hard links, none of which can lead
+// outside dir. A damaged or refused archive is a UsageError.
 func untarXZ(ctx context.Context, r io.Reader, dir string) error {
 	xr, err := xz.NewReader(r)
 	if err != nil {
-		return fmt.Errorf("not xz-compressed: %w", err)
+		return UsageError{fmt.Errorf("not xz-compressed: %w", err)}
 	}
-	tr := tar.NewReader(xr)
-	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read the archive: %w", err)
-		}
-		name := filepath.Clean(h.Name)
-		if name == "." || filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("the archive names %q, outside its directory", h.Name)
-		}
-		path := filepath.Join(dir, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(path, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode&0o755)|0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(w, tr)
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			target := filepath.Join(filepath.Dir(name), h.Linkname)
-			if filepath.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
-				return fmt.Errorf("the archive's link %s points outside it (%s)", h.Name, h.Linkname)
-			}
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(h.Linkname, path); err != nil {
-				return err
-			}
-		}
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
 	}
+	defer unix.Close(root)
+	return untar(ctx, tar.NewReader(xr), root)
 }
 
 var versionRE = regexp.MustCompile(`^(\d+)(?:\.(\d+))?`)
+
+// distVersionRE is a version an unpacked archive's directory may be named
+// after ("17.2", "18beta1"): nothing that leads elsewhere.
+var distVersionRE = regexp.MustCompile(`^[0-9]+(\.?[0-9A-Za-z]+)*$`)
 
 // majorOfVersion reads 17 from "17.2" (and 9 from "9.6.24").
 func majorOfVersion(v string) int {
