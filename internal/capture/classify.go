@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"cmp"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -324,20 +326,219 @@ func Volatile(text string) string {
 	return ""
 }
 
-// secretLiteral finds a password given as a literal: PostgreSQL's
-// PASSWORD 'x' (CREATE/ALTER ROLE or USER), MySQL's IDENTIFIED BY 'x',
-// SET PASSWORD = 'x' and PASSWORD('x').
-var secretLiteral = regexp.MustCompile(`(?i)(\bPASSWORD\s*(?:=\s*|\(\s*)?|\bIDENTIFIED\s+(?:WITH\s+\S+\s+)?BY\s+)('(?:[^']|'')*'|"(?:[^"]|"")*")`)
-
 // ReasonSecret is the skip under which every capture counts the
 // statements whose password MaskSecrets masked.
-const ReasonSecret = "passwords in statements (CREATE/ALTER ROLE or USER ... PASSWORD, IDENTIFIED BY, SET PASSWORD): masked, replayed as captured but for the password"
+const ReasonSecret = "passwords in statements (CREATE/ALTER ROLE or USER ... PASSWORD, IDENTIFIED BY or AS, SET PASSWORD, MASTER_PASSWORD, OPTIONS (password ...), password= in a connection string): masked, replayed as captured but for the password"
 
-// MaskSecrets replaces the passwords a statement gives as literals with
-// 'xxxxx', so that no capture file holds one.
-func MaskSecrets(text string) string {
-	if u := strings.ToUpper(text); !strings.Contains(u, "PASSWORD") && !strings.Contains(u, "IDENTIFIED") {
+// readings are the ways MaskSecrets reads a statement: PostgreSQL's and
+// MySQL's lexicons, each with and without backslash escapes in plain
+// strings (standard_conforming_strings, NO_BACKSLASH_ESCAPES). A capture
+// knows neither setting, a log capture may not know the server, and where
+// a literal ends depends on them; a server reads the statement one of
+// these ways, or rejects it (a failed statement is captured too).
+var readings = []lexRules{{}, {backslash: true}, {mysql: true, backslash: true}, {mysql: true}}
+
+// MaskSecrets replaces each password a statement gives as a literal with
+// xxxxx in a literal of the same kind ('xxxxx', E'xxxxx', $tag$xxxxx$tag$,
+// "xxxxx"), so that no capture file holds one.
+//
+// The statement is read with the lexer of fingerprints, as a server would
+// read it: strings (plain, E'...', N'...', U&'...', with or without
+// backslash escapes, dollar-quoted with a tag, MySQL's "..."), quoted
+// identifiers, comments (nested or not, # and -- ; the statement inside
+// MySQL's /*! ... */). A password is the string literal, or the run of
+// adjacent literals, that follows, comments aside:
+//
+//   - PASSWORD, or any name ending in _PASSWORD (MASTER_PASSWORD,
+//     SOURCE_PASSWORD), then = or ( or nothing: PostgreSQL's [ENCRYPTED]
+//     PASSWORD '...', OPTIONS (password '...'), MySQL's SET PASSWORD =
+//     '...', SET PASSWORD FOR user = '...', PASSWORD('...'), CHANGE MASTER
+//     ... MASTER_PASSWORD = '...', IDENTIFIED BY PASSWORD '...';
+//   - BY, AS or USING after IDENTIFIED in the same statement: IDENTIFIED
+//     [WITH plugin] BY '...', IDENTIFIED WITH plugin AS '...', IDENTIFIED
+//     VIA plugin USING '...'; a charset introducer (_utf8mb4'...') stays;
+//   - REPLACE after a password in the same statement (MySQL's current
+//     password);
+//
+// and any string literal holding a connection string's password=
+// (CREATE SUBSCRIPTION ... CONNECTION '...') is masked whole. The
+// statement is read each way a server could read it (readings), and what
+// any reading takes for a password is masked: where readings disagree on
+// where a literal ends, the longer span goes, as 'xxxxx' (the statement
+// may no longer be valid then; nothing of the password stays).
+func MaskSecrets(text string) string { return maskSecrets(text, readings) }
+
+// secretSpan is a literal to mask, s[pos:end], and what replaces it.
+type secretSpan struct {
+	pos, end int
+	mask     string
+}
+
+func maskSecrets(text string, readings []lexRules) string {
+	spans := maskedSpans(text, readings)
+	if len(spans) == 0 {
 		return text
 	}
-	return secretLiteral.ReplaceAllString(text, "${1}'xxxxx'")
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(text[last:sp.pos])
+		b.WriteString(sp.mask)
+		last = sp.end
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
+
+// maskedSpans are the spans of text that any of readings takes for a
+// password, in order, those that overlap made one.
+func maskedSpans(text string, readings []lexRules) []secretSpan {
+	if !containsFold(text, "password") && !containsFold(text, "identified") {
+		return nil
+	}
+	var spans []secretSpan
+	for _, r := range readings {
+		spans = append(spans, secretSpans(text, r)...)
+	}
+	slices.SortFunc(spans, func(a, b secretSpan) int { return cmp.Or(a.pos-b.pos, b.end-a.end) })
+	var out []secretSpan
+	for k := 0; k < len(spans); {
+		sp := spans[k]
+		// The first is the longest of those that start first: its kind
+		// goes unless another reaches further.
+		for k++; k < len(spans) && spans[k].pos < sp.end; k++ {
+			if spans[k].end > sp.end {
+				sp.mask = "'xxxxx'" // readings disagree: the plainest literal
+				sp.end = spans[k].end
+			}
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// secretSpans finds the password literals of text read by r.
+func secretSpans(text string, r lexRules) []secretSpan {
+	toks := lexWith(text, r)
+	var spans []secretSpan
+	// take masks the literals that start at toks[j] (after a charset
+	// introducer, or a prefix such as E set apart from its quote, which no
+	// server takes but a failed statement is captured too), and says where
+	// the tokens after them start; 0 when there is none.
+	take := func(j int) int {
+		if j+1 < len(toks) && toks[j].kind == tkIdent && toks[j+1].str &&
+			(strings.HasPrefix(toks[j].text, "_") || len(toks[j].text) == 1 && strings.ContainsAny(toks[j].text, "EeNnBbXx")) {
+			j++
+		}
+		if j >= len(toks) || !toks[j].str {
+			return 0
+		}
+		first := toks[j]
+		for j+1 < len(toks) && toks[j+1].str {
+			j++
+		}
+		spans = append(spans, secretSpan{pos: first.pos, end: toks[j].end, mask: maskLike(text[first.pos:first.end])})
+		return j + 1
+	}
+	is := func(j int, kind tokKind, s string) bool {
+		return j < len(toks) && toks[j].kind == kind && strings.EqualFold(toks[j].text, s)
+	}
+	identified, secret := false, false // in this statement
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.str && connPassword(text[t.pos:t.end]) {
+			spans = append(spans, secretSpan{pos: t.pos, end: t.end, mask: maskLike(text[t.pos:t.end])})
+			continue
+		}
+		switch {
+		case t.kind == tkPunct && t.text == ";":
+			identified, secret = false, false
+		case is(i, tkIdent, "identified"):
+			identified = true
+		case passwordWord(t):
+			j := i + 1
+			if is(j, tkIdent, "for") { // SET PASSWORD FOR user = ...
+				for k := j + 1; k < len(toks) && k < j+16 && !is(k, tkPunct, ";"); k++ {
+					if is(k, tkOp, "=") {
+						j = k
+						break
+					}
+				}
+			}
+			if is(j, tkOp, "=") || is(j, tkPunct, "(") {
+				j++
+			}
+			if next := take(j); next > 0 {
+				secret, i = true, next-1
+			}
+		case identified && (is(i, tkIdent, "by") || is(i, tkIdent, "as") || is(i, tkIdent, "using")),
+			secret && is(i, tkIdent, "replace"):
+			if next := take(i + 1); next > 0 {
+				secret, i = true, next-1
+			}
+		}
+	}
+	return spans
+}
+
+// passwordWord says whether t names a password: PASSWORD, or a name
+// ending in _PASSWORD, quoted or not.
+func passwordWord(t token) bool {
+	w := t.text
+	switch t.kind {
+	case tkIdent:
+	case tkQuoted:
+		if len(w) < 2 || w[0] != '"' && w[0] != '`' {
+			return false
+		}
+		w = w[1 : len(w)-1]
+	default:
+		return false
+	}
+	return strings.EqualFold(w, "password") || len(w) > 9 && strings.EqualFold(w[len(w)-9:], "_password")
+}
+
+// connPassword says whether a string literal holds a connection string
+// with a password (password=..., sslpassword=...).
+func connPassword(lit string) bool {
+	for rest := lit; ; {
+		k := indexFold(rest, "password")
+		if k < 0 {
+			return false
+		}
+		rest = strings.TrimLeft(rest[k+len("password"):], " \t\n\r")
+		if strings.HasPrefix(rest, "=") {
+			return true
+		}
+	}
+}
+
+// maskLike is the masked literal of the kind of lit.
+func maskLike(lit string) string {
+	switch lit[0] {
+	case '$':
+		tag := lit[:strings.IndexByte(lit[1:], '$')+2]
+		return tag + "xxxxx" + tag
+	case '"':
+		return `"xxxxx"`
+	case 'E', 'e':
+		return "E'xxxxx'"
+	case 'U', 'u':
+		return "U&'xxxxx'"
+	case 'N', 'n':
+		return "N'xxxxx'"
+	}
+	return "'xxxxx'"
+}
+
+// indexFold is strings.Index for an ASCII lower-case word, ignoring case.
+func indexFold(s, word string) int {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
+			return i
+		}
+	}
+	return -1
+}
+
+func containsFold(s, word string) bool { return indexFold(s, word) >= 0 }

@@ -1,14 +1,13 @@
 package capture
 
 import (
-	"bufio"
-	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/atomicfile"
@@ -76,6 +75,43 @@ type fileSkip struct {
 
 func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
 
+// reasonOverLimits is the skip of statements Write leaves out because
+// Read would refuse them.
+const reasonOverLimits = "statements over the capture file's limits (64 MiB of text, 96 MiB a statement)"
+
+// jsonLen is the length of v in JSON as Write writes it.
+func jsonLen(v any) int64 {
+	var n countWriter
+	enc := json.NewEncoder(&n)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return math.MaxInt64
+	}
+	return int64(n) - 1 // the newline
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}
+
+// statementTooLong says whether f would take more than MaxStatementBytes
+// in the file; JSON writes a byte as 6 at most, base64 as 4/3.
+func statementTooLong(f *fileStatement) bool {
+	n := len(f.Prepared) + 4*len(f.Types) + len(f.CopyData)*4/3 + 8*len(f.Params)
+	for _, p := range f.Params {
+		if p != nil {
+			n += len(*p)
+		}
+	}
+	if f.Error != nil {
+		n += len(f.Error.SQLState) + len(f.Error.Message)
+	}
+	return n > MaxStatementBytes/6-256 && jsonLen(f) > MaxStatementBytes
+}
+
 // Write writes the capture to path atomically: a temporary file beside it,
 // synced, then renamed over path, so that path never holds half a file.
 func Write(path string, c *Capture) error {
@@ -84,10 +120,22 @@ func Write(path string, c *Capture) error {
 	if fc.Texts == nil {
 		fc.Texts = []string{}
 	}
+	// What Read would refuse is not written: a text or a statement over
+	// the file's limits is dropped, and the skip says so.
+	tooLong := make([]bool, len(fc.Texts))
+	for i, t := range c.Texts {
+		if len(t) > MaxTextBytes/6 && jsonLen(t) > MaxTextBytes {
+			if !slices.Contains(tooLong, true) {
+				fc.Texts = slices.Clone(c.Texts) // the caller's stay whole
+			}
+			tooLong[i], fc.Texts[i] = true, ""
+		}
+	}
+	over := fileSkip{Reason: reasonOverLimits, Effect: Dropped}
 	for i, s := range c.Sessions {
 		fs := fileSession{ID: s.ID, PID: s.PID, User: s.User, Database: s.Database, Application: s.Application,
 			Host: s.Host, Start: us(s.Start), End: us(s.End), Before: s.StartedBeforeLog, After: s.EndedAfterLog,
-			Statements: make([]fileStatement, len(s.Statements))}
+			Statements: make([]fileStatement, 0, len(s.Statements))}
 		for k, st := range s.Statements {
 			f := fileStatement{Offset: us(st.Offset), Duration: us(st.Duration), Text: st.Text, Prepared: st.Prepared,
 				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated, Seq: st.Seq, Rows: st.Rows, Types: st.Types,
@@ -95,12 +143,21 @@ func Write(path string, c *Capture) error {
 			if st.Error != nil {
 				f.Error = &fileError{SQLState: st.Error.SQLState, Message: st.Error.Message}
 			}
-			fs.Statements[k] = f
+			if (st.Text >= 0 && st.Text < len(tooLong) && tooLong[st.Text]) || statementTooLong(&f) {
+				if over.Count++; over.Count == 1 {
+					over.First = fmt.Sprintf("session %s statement %d", s.ID, k)
+				}
+				continue
+			}
+			fs.Statements = append(fs.Statements, f)
 		}
 		fc.Sessions[i] = fs
 	}
 	for _, s := range c.Skipped {
 		fc.Skipped = append(fc.Skipped, fileSkip(s))
+	}
+	if over.Count > 0 {
+		fc.Skipped = append(fc.Skipped, over)
 	}
 	err := atomicfile.Write(path, func(w io.Writer) error {
 		zw, _ := gzip.NewWriterLevel(w, gzip.DefaultCompression)
@@ -117,80 +174,17 @@ func Write(path string, c *Capture) error {
 	return nil
 }
 
-// Read reads a capture file written by Write.
+// Read reads a capture file written by Write. It streams the file, and
+// refuses one that passes the limits of read.go (a text, a statement or
+// another value too long, a content that expands like a gzip bomb, a
+// capture that would take more memory than the machine can give it), an
+// engine dbparity does not have, and a null or otherwise impossible
+// record, each with one line naming the file and what is wrong.
 func Read(path string) (*Capture, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read capture: %w", err)
 	}
 	defer f.Close()
-	return decode(f, path)
-}
-
-func decode(r io.Reader, path string) (*Capture, error) {
-	br := bufio.NewReader(r)
-	magic, _ := br.Peek(2)
-	if !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		return nil, fmt.Errorf("%s is not a dbparity capture file (not gzip-compressed): make one with dbparity capture", path)
-	}
-	zr, err := gzip.NewReader(br)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a dbparity capture file: %w", path, err)
-	}
-	// The format is checked before the whole document is decoded, so that
-	// a file of another version gets a clear error, not a type mismatch.
-	var head struct {
-		Format string `json:"format"`
-	}
-	body, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("read capture %s: %w", path, err)
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		// Write puts the format first, so a cut file still shows it.
-		if bytes.HasPrefix(body, []byte(`{"format":"dbparity.capture/`)) {
-			return nil, fmt.Errorf("capture file %s is damaged: %v", path, err)
-		}
-		return nil, fmt.Errorf("%s is not a dbparity capture file: %v", path, err)
-	}
-	if head.Format != Format {
-		if v, ok := strings.CutPrefix(head.Format, "dbparity.capture/"); ok {
-			return nil, fmt.Errorf("capture file %s has format version %s; this dbparity reads %s: use the dbparity that wrote it, or capture the logs again", path, v, Format)
-		}
-		return nil, fmt.Errorf("%s is not a dbparity capture file (format %q)", path, head.Format)
-	}
-	var fc fileCapture
-	if err := json.Unmarshal(body, &fc); err != nil {
-		return nil, fmt.Errorf("capture file %s is damaged: %v", path, err)
-	}
-	c := &Capture{Format: fc.Format, Engine: fc.Engine, Sources: fc.Sources, Start: fc.Start, End: fc.End, Texts: fc.Texts,
-		Sessions: make([]Session, len(fc.Sessions))}
-	for i, fs := range fc.Sessions {
-		s := Session{ID: fs.ID, PID: fs.PID, User: fs.User, Database: fs.Database, Application: fs.Application,
-			Host: fs.Host, Start: time.Duration(fs.Start) * time.Microsecond, End: time.Duration(fs.End) * time.Microsecond,
-			StartedBeforeLog: fs.Before, EndedAfterLog: fs.After, Statements: make([]Statement, len(fs.Statements))}
-		for k, f := range fs.Statements {
-			if f.Text < 0 || f.Text >= len(fc.Texts) {
-				return nil, fmt.Errorf("capture file %s is damaged: session %s statement %d names text %d of %d", path, fs.ID, k, f.Text, len(fc.Texts))
-			}
-			if f.Offset < 0 || f.Duration < 0 {
-				return nil, fmt.Errorf("capture file %s is damaged: session %s statement %d has a negative time", path, fs.ID, k)
-			}
-			st := Statement{Offset: time.Duration(f.Offset) * time.Microsecond, Duration: time.Duration(f.Duration) * time.Microsecond,
-				Text: f.Text, Prepared: f.Prepared, Extended: f.Extended, Params: f.Params, ParamsTruncated: f.Truncated,
-				Seq: f.Seq, Rows: f.Rows, Types: f.Types, CopyBytes: f.CopyBytes, CopyData: f.CopyData}
-			if f.Error != nil {
-				st.Error = &Error{SQLState: f.Error.SQLState, Message: f.Error.Message}
-			}
-			s.Statements[k] = st
-		}
-		c.Sessions[i] = s
-	}
-	for _, s := range fc.Skipped {
-		c.Skipped = append(c.Skipped, Skip(s))
-	}
-	if c.Texts == nil {
-		c.Texts = []string{}
-	}
-	return c, nil
+	return decodeFile(f, path)
 }

@@ -32,6 +32,24 @@ type token struct {
 	text  string
 	param bool // a $n placeholder
 	space bool // whitespace or a comment came before it
+	str   bool // a string literal (quoted, prefixed or dollar-quoted)
+	// pos and end are where the token is in the text (for a literal, the
+	// literal itself without a sign taken in before it).
+	pos, end int
+}
+
+// lexRules are the ways the lexer can read a text. The zero value is
+// PostgreSQL's with standard_conforming_strings on, which fingerprints
+// use; the others read passwords wherever a server could (masking).
+type lexRules struct {
+	// mysql reads MySQL's and MariaDB's lexicon: "..." strings, `...`
+	// identifiers, # and "-- " comments, comments that do not nest,
+	// /*! ... */ and /*M! ... */ read as the statement they hold, no
+	// dollar quotes, $n placeholders, E'...' or U&'...'.
+	mysql bool
+	// backslash reads \x as an escaped x in '...' (and "..." under mysql):
+	// MySQL's default, PostgreSQL's with standard_conforming_strings off.
+	backslash bool
 }
 
 func isIdentStart(c byte) bool {
@@ -64,52 +82,80 @@ func valueLike(t token) bool {
 
 // lex splits SQL into tokens the way PostgreSQL's scanner does, as far as
 // fingerprints need (standard_conforming_strings on).
-func lex(s string) []token {
+func lex(s string) []token { return lexWith(s, lexRules{}) }
+
+// lexWith is lex under rules r.
+func lexWith(s string, r lexRules) []token {
 	var out []token
 	space := false
+	start := 0 // where the token being read starts
+	inDirective := false
 	emit := func(k tokKind, text string) {
-		out = append(out, token{kind: k, text: text, space: space})
+		out = append(out, token{kind: k, text: text, space: space, pos: start, end: start + len(text)})
 		space = false
 	}
-	// literal emits a value, taking a sign before it when that sign is
-	// unary (nothing that ends an operand comes before it).
-	literal := func(param bool) {
+	// literal emits a value that ends at i, taking a sign before it when
+	// that sign is unary (nothing that ends an operand comes before it).
+	var i int
+	literal := func(param, str bool) {
 		if n := len(out); n > 0 && out[n-1].kind == tkOp && (out[n-1].text == "-" || out[n-1].text == "+") && !space &&
 			(n == 1 || !valueLike(out[n-2])) {
 			space = out[n-1].space
 			out = out[:n-1]
 		}
-		out = append(out, token{kind: tkLit, text: "?", param: param, space: space})
+		out = append(out, token{kind: tkLit, text: "?", param: param, space: space, str: str, pos: start, end: i})
 		space = false
 	}
 	n := len(s)
-	for i := 0; i < n; {
+	for i = 0; i < n; {
 		c := s[i]
+		start = i
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			space = true
 			i++
-		case c == '-' && i+1 < n && s[i+1] == '-':
+		case c == '-' && i+1 < n && s[i+1] == '-' && (!r.mysql || i+2 == n || s[i+2] <= ' '),
+			c == '#' && r.mysql:
 			for i < n && s[i] != '\n' {
 				i++
 			}
+			space = true
+		case c == '/' && i+1 < n && s[i+1] == '*' && r.mysql:
+			if j, ok := directive(s, i); ok {
+				inDirective = true
+				i = j
+			} else if k := strings.Index(s[i+2:], "*/"); k >= 0 {
+				i += 2 + k + 2
+			} else {
+				i = n
+			}
+			space = true
+		case c == '*' && i+1 < n && s[i+1] == '/' && inDirective:
+			inDirective = false
+			i += 2
 			space = true
 		case c == '/' && i+1 < n && s[i+1] == '*':
 			i = skipBlockComment(s, i)
 			space = true
 		case c == '\'':
-			i = skipString(s, i+1, false)
-			literal(false)
-		case (c == 'E' || c == 'e') && i+1 < n && s[i+1] == '\'':
+			i = skipString(s, i+1, r.backslash)
+			literal(false, true)
+		case c == '"' && r.mysql:
+			i = skipQuote(s, i+1, '"', r.backslash)
+			literal(false, true)
+		case c == '`' && r.mysql:
+			i = skipQuote(s, i+1, '`', false)
+			emit(tkQuoted, s[start:i])
+		case (c == 'E' || c == 'e') && i+1 < n && s[i+1] == '\'' && !r.mysql:
 			i = skipString(s, i+2, true)
-			literal(false)
+			literal(false, true)
 		case (c == 'B' || c == 'b' || c == 'X' || c == 'x' || c == 'N' || c == 'n') && i+1 < n && s[i+1] == '\'':
-			i = skipString(s, i+2, false)
-			literal(false)
-		case (c == 'U' || c == 'u') && i+2 < n && s[i+1] == '&' && s[i+2] == '\'':
+			i = skipString(s, i+2, r.backslash && (c == 'N' || c == 'n'))
+			literal(false, true)
+		case (c == 'U' || c == 'u') && i+2 < n && s[i+1] == '&' && s[i+2] == '\'' && !r.mysql:
 			i = skipString(s, i+3, false)
-			literal(false)
-		case (c == 'U' || c == 'u') && i+2 < n && s[i+1] == '&' && s[i+2] == '"':
+			literal(false, true)
+		case (c == 'U' || c == 'u') && i+2 < n && s[i+1] == '&' && s[i+2] == '"' && !r.mysql:
 			j := skipQuoted(s, i+3)
 			emit(tkQuoted, s[i:j])
 			i = j
@@ -117,27 +163,27 @@ func lex(s string) []token {
 			j := skipQuoted(s, i+1)
 			emit(tkQuoted, s[i:j])
 			i = j
-		case c == '$':
+		case c == '$' && !r.mysql:
 			if i+1 < n && isDigit(s[i+1]) {
 				j := i + 1
 				for j < n && isDigit(s[j]) {
 					j++
 				}
 				i = j
-				literal(true)
+				literal(true, false)
 				break
 			}
 			if j, ok := skipDollar(s, i); ok {
 				i = j
-				literal(false)
+				literal(false, true)
 				break
 			}
 			emit(tkOther, "$")
 			i++
 		case isDigit(c) || c == '.' && i+1 < n && isDigit(s[i+1]) && (len(out) == 0 || space || !valueLike(out[len(out)-1])):
 			i = skipNumber(s, i)
-			literal(false)
-		case isIdentStart(c):
+			literal(false, false)
+		case isIdentStart(c) || c == '$' && r.mysql:
 			j := i + 1
 			for j < n && isIdentChar(s[j]) {
 				j++
@@ -154,6 +200,9 @@ func lex(s string) []token {
 			j := i
 			for j < n && isOpChar(s[j]) {
 				if j > i && (s[j] == '-' && j+1 < n && s[j+1] == '-' || s[j] == '/' && j+1 < n && s[j+1] == '*') {
+					break
+				}
+				if r.mysql && (s[j] == '`' || s[j] == '#' || inDirective && s[j] == '*' && j+1 < n && s[j+1] == '/') {
 					break
 				}
 				j++
@@ -193,6 +242,46 @@ func skipBlockComment(s string, i int) int {
 		}
 	}
 	return i
+}
+
+// directive says whether the comment at i is one MySQL executes
+// (/*!, /*!50700, /*M!100100), and returns the index after its opening.
+func directive(s string, i int) (int, bool) {
+	j := i + 2
+	if j < len(s) && s[j] == 'M' {
+		j++
+	}
+	if j >= len(s) || s[j] != '!' {
+		return i, false
+	}
+	j++
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	return j, true
+}
+
+// skipQuote returns the index after the closing q of a string or
+// identifier quoted with q whose body starts at i (a doubled q is a q;
+// with backslashes, \x escapes x).
+func skipQuote(s string, i int, q byte, backslashes bool) int {
+	for i < len(s) {
+		switch s[i] {
+		case '\\':
+			if backslashes {
+				i += 2
+				continue
+			}
+		case q:
+			if i+1 < len(s) && s[i+1] == q {
+				i += 2
+				continue
+			}
+			return i + 1
+		}
+		i++
+	}
+	return len(s)
 }
 
 // skipString returns the index after the closing quote of a string whose
