@@ -123,7 +123,9 @@ func findVersion(ctx context.Context, major int, dist, cache string, log func(st
 	if home, err := os.UserHomeDir(); err == nil {
 		m, _ := filepath.Glob(filepath.Join(home, ".m2", "repository", mavenPath(), strconv.Itoa(major)+".*", "*.jar"))
 		if len(m) > 0 {
-			slices.SortFunc(m, func(a, b string) int { return compareVersions(filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b))) })
+			slices.SortFunc(m, func(a, b string) int {
+				return compareVersions(filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b)))
+			})
 			return unpackDist(ctx, m[len(m)-1], major, cache, log)
 		}
 	}
