@@ -309,6 +309,18 @@ func Clock(v string) bool {
 // from run to run ("random()", "now()", "current_timestamp"), "" for none:
 // what such a statement writes may differ in a replay by nature.
 func Volatile(text string) string {
+	// In pieces of maxLexed that overlap by a little, so that memory stays
+	// bounded for a statement of megabytes and no call is cut in two.
+	for at := 0; ; at += maxLexed {
+		end := min(at+maxLexed+256, len(text))
+		if v := volatileIn(text[at:end]); v != "" || end == len(text) {
+			return v
+		}
+	}
+}
+
+// volatileIn is Volatile of one piece of a statement.
+func volatileIn(text string) string {
 	toks := lex(text)
 	for i, t := range toks {
 		if t.kind != tkIdent {
