@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/runner"
 	"github.com/dbparity/dbparity/internal/workload"
@@ -242,13 +243,24 @@ func (c count) String() string {
 	return strconv.Itoa(*c.n)
 }
 
+// maxCount bounds every count flag: more sessions, runs, CPUs or series
+// points than this is a typing mistake, which would otherwise be tried
+// (a million sessions is more than any server's connection slots).
+const maxCount = 1_000_000
+
 func (c count) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	switch {
+	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(s, "-"):
+		return fmt.Errorf("too large: at most %d", maxCount)
+	case errors.Is(err, strconv.ErrRange):
+		return errors.New("must be at least 1")
 	case err != nil:
 		return errors.New("not a whole number")
 	case n < 1:
 		return errors.New("must be at least 1")
+	case n > maxCount:
+		return fmt.Errorf("too large: at most %d", maxCount)
 	}
 	*c.n = n
 	return nil
@@ -258,7 +270,16 @@ func (c count) Set(s string) error {
 // command line has done its work (an error stays one line): the results
 // never hold it, but other users of the host saw it (ps) while it ran.
 func warnPasswordArgs(w io.Writer, args []string) {
-	if strings.Join(runner.RedactArgs(args), "\x00") != strings.Join(args, "\x00") {
+	// Passwords only: RedactArgs also drops a --db-host-metrics URL's
+	// query, which need hold none (?collect[]=cpu).
+	password := false
+	for _, a := range args {
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
+			a = v
+		}
+		password = password || engine.Redact(a) != a
+	}
+	if password {
 		fmt.Fprintln(w, "dbparity: warning: the password on the command line was visible to other users of this host (ps) while dbparity ran: "+
 			"give it in PGPASSWORD or ~/.pgpass (PostgreSQL), MYSQL_PWD (MySQL, MariaDB) instead")
 	}

@@ -178,6 +178,7 @@ func realMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "dbparity: unknown command %q: run dbparity help\n", args[0])
 		return exitUsage
 	}
+	setStopNote(stopNoteOf(cmd.name))
 	ctx, stop := interruptible()
 	defer stop()
 	defer profileCPU()()
@@ -219,7 +220,7 @@ func interruptible() (context.Context, func()) {
 		for range sig {
 			n++
 			if n == 1 {
-				fmt.Fprintln(os.Stderr, "\ndbparity: stopping: the current transactions get 2 s to finish, then what was measured is written")
+				fmt.Fprintln(os.Stderr, "\n"+stopMessage())
 				cancel()
 			} else {
 				fmt.Fprintln(os.Stderr, "dbparity: still stopping; statements still running are cancelled within 2 s")

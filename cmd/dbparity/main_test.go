@@ -355,7 +355,7 @@ func TestKilledRunLeavesJournal(t *testing.T) {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
 	code, stdout, stderr = dbparity(t, dir, "compare", "o.json", "r.json")
-	if code != 0 || !strings.Contains(stdout, "r.json is partial (recovered") {
+	if code != 0 || !strings.Contains(stdout, "PARTIAL: 1 of 2 runs were cut short (r.json, recovered") {
 		t.Errorf("compare with the recovered run: exit %d: %s%s", code, stdout, stderr)
 	}
 	// A second recover does not replace the result without --force.

@@ -68,12 +68,15 @@ func cmdCapture(ctx context.Context, args []string) error {
 		case wire && (*listenOn != "" || *port != 0):
 			return runner.UsageError{Err: errors.New("choose --proxy (relay the clients) or --listen-on (read the packets), not both")}
 		case wire:
+			setStopNote(captureStopNote(true, *out))
 			return captureProxy(ctx, *proxy, *upstream, *tlsCert, *tlsKey, *out, *force, *keepOwn, mysql, *duration)
 		case *tlsCert != "" || *tlsKey != "":
 			return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go with --proxy: a passive capture cannot read TLS")}
 		}
+		setStopNote(captureStopNote(true, *out))
 		return captureSniff(ctx, *listenOn, *port, *out, *force, *keepOwn, mysql, *duration)
 	}
+	setStopNote(captureStopNote(false, *out))
 	files, err := expandLogs(append([]string(from), positional...))
 	if err != nil {
 		return runner.UsageError{Err: err}
@@ -104,9 +107,30 @@ func cmdCapture(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	c, err := capture.Parse(files, o)
+	// Read in the background: an interrupt ends the command at once,
+	// whatever the reading waits for (a large file, a pipe), and writes
+	// nothing.
+	type parsed struct {
+		c   *capture.Capture
+		err error
+	}
+	read := make(chan parsed, 1)
+	go func() {
+		c, err := capture.Parse(files, o)
+		read <- parsed{c, err}
+	}()
+	var c *capture.Capture
+	select {
+	case r := <-read:
+		c, err = r.c, r.err
+	case <-ctx.Done():
+		err = fmt.Errorf("capture %w: reading the logs stopped; no capture was written to %s", runner.ErrInterrupted, *out)
+	}
 	if tty {
 		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if errors.Is(err, runner.ErrInterrupted) {
+		return err
 	}
 	if err != nil {
 		return runner.UsageError{Err: err}
@@ -133,6 +157,9 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 		return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go together")}
 	}
 	if cert != "" {
+		if err := privateKeyFile(key); err != nil {
+			return err
+		}
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
 			return runner.UsageError{Err: fmt.Errorf("--tls-cert %s, --tls-key %s: %v", cert, key, err)}
@@ -195,6 +222,21 @@ func captureSniff(ctx context.Context, iface string, port int, out string, force
 		},
 	}, out, keepOwn, d)
 	return err
+}
+
+// privateKeyFile refuses a --tls-key that its group or others may read
+// or write, as ssh refuses such a private key: whoever else can read it
+// can read the clients' traffic. A file that cannot be read is left to
+// the key's loading, which names it.
+func privateKeyFile(key string) error {
+	st, err := os.Stat(key)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return runner.UsageError{Err: fmt.Errorf("--tls-key %s: its permissions %04o give its group or others access: a private key must be readable by its owner only (chmod 600 %s)", key, perm, key)}
+	}
+	return nil
 }
 
 func checkCaptureOut(out string, force bool, d time.Duration) error {

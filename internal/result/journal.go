@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/dbparity/dbparity/internal/collect/ostat"
@@ -185,9 +187,25 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// MaxJournalLine bounds one line of a journal. dbparity writes none
+// near it (an interval is some hundred bytes, a checkpoint, the run's
+// measured state, some hundred KB): a longer line is damage, not an entry.
+const MaxJournalLine = 64 << 20
+
 // ReadJournal reads a journal: its header and its entries. A last line
 // that does not decode (the process died while writing it) is dropped and
 // reported in cut; any other bad line is an error naming it.
+//
+// A line longer than MaxJournalLine is no line dbparity writes: the
+// journal is damaged there. Each line before it stands alone (a
+// checkpoint holds the measured state so far, the intervals after it add
+// to it), so the lines before it are the journal of the run up to that
+// point: they are returned, and the header's warnings (which a recovered
+// result keeps) gain one line naming the damaged line, its length, the
+// limit and how many lines after it were left out. Nothing after it is
+// read as entries: what follows damage is not trusted. Damage before the
+// first checkpoint of the measured window is an error naming it: nothing
+// before it could be recovered.
 func ReadJournal(path string) (header *Run, entries []JournalEntry, cut bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -198,18 +216,27 @@ func ReadJournal(path string) (header *Run, entries []JournalEntry, cut bool, er
 	if err != nil {
 		return nil, nil, false, err
 	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	lines := journalLines{r: br, max: MaxJournalLine}
 	line := 0
 	var pending error
-	for sc.Scan() {
+	for {
+		b, size, over, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("read %s: %w", path, unwrapPath(err))
+		}
 		line++
 		if pending != nil {
 			return nil, nil, false, pending
 		}
+		if over {
+			return damaged(path, header, entries, line, size, &lines)
+		}
 		if line == 1 {
 			var h Run
-			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Schema == "" {
+			if err := json.Unmarshal(b, &h); err != nil || h.Schema == "" {
 				return nil, nil, false, fmt.Errorf("%s is not a dbparity journal (line 1 is no journal header)", path)
 			}
 			if h.Schema != JournalSchema {
@@ -219,18 +246,96 @@ func ReadJournal(path string) (header *Run, entries []JournalEntry, cut bool, er
 			continue
 		}
 		var e JournalEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(b, &e); err != nil {
 			// Only the last line may be cut; decide when the next one comes.
 			pending = fmt.Errorf("%s line %d does not decode: %v", path, line, err)
 			continue
 		}
 		entries = append(entries, e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, false, fmt.Errorf("read %s: %w", path, err)
-	}
 	if header == nil {
 		return nil, nil, false, fmt.Errorf("%s is empty: the run died before it wrote anything", path)
 	}
 	return header, entries, pending != nil, nil
+}
+
+// damaged ends the reading of a journal at line, size bytes long, over
+// the limit: the entries before it, and a warning in the header; or an
+// error when nothing measured comes before it.
+func damaged(path string, header *Run, entries []JournalEntry, line int, size int64, rest *journalLines) (*Run, []JournalEntry, bool, error) {
+	after := 0
+	for {
+		if _, _, _, err := rest.next(); err != nil {
+			break
+		}
+		after++
+	}
+	what := fmt.Sprintf("is damaged at line %d: the line is %d bytes, over the %d MiB a journal line may have", line, size, rest.max>>20)
+	measured := false
+	for _, e := range entries {
+		measured = measured || e.Checkpoint != nil && !e.Checkpoint.MeasureStart.IsZero() ||
+			e.Interval != nil && e.Interval.Phase == "measure"
+	}
+	checkpoint := slices.ContainsFunc(entries, func(e JournalEntry) bool { return e.Checkpoint != nil })
+	switch {
+	case header == nil:
+		return nil, nil, false, fmt.Errorf("%s %s (its header): nothing to recover", path, what)
+	case !checkpoint || !measured:
+		return nil, nil, false, fmt.Errorf("%s %s, and no checkpoint of the measured window comes before it: nothing to recover", path, what)
+	}
+	h := *header
+	h.Warnings = append(slices.Clip(h.Warnings), fmt.Sprintf("the journal %s %s: recovered from the %d lines before it, the damaged line and the %d after it left out",
+		filepath.Base(path), what, line-1, after))
+	return &h, entries, false, nil
+}
+
+// journalLines reads a journal's lines, each up to max bytes (without
+// its newline, and a carriage return before it).
+type journalLines struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+// next returns the next line and its length, or over set when the line
+// is longer than max (read through to its end, for its length). io.EOF
+// after the last line.
+func (l *journalLines) next() (line []byte, size int64, over bool, err error) {
+	l.buf = l.buf[:0]
+	var last [2]byte // the last two bytes read, for "\r\n"
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		size += int64(len(frag))
+		for _, c := range frag[max(0, len(frag)-2):] {
+			last[0], last[1] = last[1], c
+		}
+		if !over {
+			if len(l.buf)+len(frag) > l.max+2 { // the line, and "\r\n"
+				over, l.buf = true, l.buf[:0]
+			} else {
+				l.buf = append(l.buf, frag...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && size == 0:
+			return nil, 0, false, io.EOF
+		case err != nil && err != io.EOF:
+			return nil, 0, false, err
+		}
+		// The line's own length: without its newline and a "\r" before it.
+		if err == nil {
+			size--
+			if last[0] == '\r' {
+				size--
+			}
+		} else if last[1] == '\r' {
+			size--
+		}
+		if over || size > int64(l.max) {
+			return nil, size, true, nil
+		}
+		return l.buf[:size], size, false, nil
+	}
 }

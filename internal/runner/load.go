@@ -69,7 +69,7 @@ func load(ctx context.Context, t *opened, c Common, workers int) error {
 	p.clear()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("load %w: the schema is incomplete and marked so; run load again", ErrInterrupted)
+			return fmt.Errorf("load %w: the half-finished load is not recorded as loaded (run and check refuse its tables); run load again, which starts over", ErrInterrupted)
 		}
 		return fmt.Errorf("load %s: %w", w.Meta().Name, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/nodeexp"
 	"github.com/dbparity/dbparity/internal/driver"
 	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/live"
@@ -560,12 +561,22 @@ func firstError(r *result.Run) string {
 }
 
 // RedactArgs removes passwords from a command line: URL user info and
-// password parameters, whether the URL stands alone or after --flag=.
+// password parameters, whether the URL stands alone or after --flag=;
+// and a --db-host-metrics URL's user info and query (nodeexp.Redact).
 func RedactArgs(args []string) []string {
 	out := make([]string, len(args))
+	metrics := func(flag string) bool { return strings.TrimLeft(flag, "-") == "db-host-metrics" }
 	for i, a := range args {
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
-			out[i] = k + "=" + engine.Redact(v)
+			if metrics(k) {
+				out[i] = k + "=" + nodeexp.Redact(v)
+			} else {
+				out[i] = k + "=" + engine.Redact(v)
+			}
+			continue
+		}
+		if i > 0 && strings.HasPrefix(args[i-1], "-") && metrics(args[i-1]) {
+			out[i] = nodeexp.Redact(a)
 			continue
 		}
 		out[i] = engine.Redact(a)

@@ -44,7 +44,7 @@ func New(raw string, client *http.Client) (*Scraper, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Scraper{url: raw, shown: u.Redacted(), client: client}, nil
+	return &Scraper{url: raw, shown: Redact(raw), client: client}, nil
 }
 
 // families is one scrape, by metric name.
@@ -76,18 +76,24 @@ func (s *Scraper) scrape(ctx context.Context) (families, error) {
 	return fams, nil
 }
 
-// Redact masks the password of a node_exporter URL (http://user:pw@host)
-// for messages and files; a URL that does not parse is shown up to its
-// host's start only, in case it held one.
+// Redact is a node_exporter URL as messages and files show it: without
+// its user info (http://user:pw@host) and its query and fragment
+// (?token=...), either of which may hold a credential that only the
+// exporter is sent. A URL that does not parse is shown from its host on,
+// up to its query, in case it held one.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		if i := strings.Index(raw, "@"); i >= 0 {
+		if i := strings.IndexAny(raw, "?#"); i >= 0 {
+			raw = raw[:i]
+		}
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
 			return "(a URL with credentials)" + raw[i:]
 		}
 		return raw
 	}
-	return u.Redacted()
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 // unwrapURL drops url.Error's repetition of the method and URL.

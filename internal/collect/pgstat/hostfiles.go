@@ -17,15 +17,17 @@ import (
 // data directory) that may also execute both functions (revoked from
 // PUBLIC: membership alone is "permission denied for function
 // pg_read_file"). When it may not, warning is one line naming the GRANTs
-// it lacks.
+// it lacks, and the database to make them in: a function's EXECUTE is
+// granted in one database (each has its own pg_proc), so a grant made
+// from psql's default database does not reach the target's.
 func HostAccess(ctx context.Context, c engine.Conn) (ok bool, warning string, err error) {
-	var role string
+	var role, db string
 	var super, member, readFile, lsDir bool
-	err = c.QueryRow(ctx, `SELECT current_user::text,
+	err = c.QueryRow(ctx, `SELECT current_user::text, current_database()::text,
 		coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false),
 		pg_has_role(current_user, 'pg_read_server_files', 'MEMBER'),
 		has_function_privilege(current_user, '`+readFileFn+`', 'EXECUTE'),
-		has_function_privilege(current_user, '`+lsDirFn+`', 'EXECUTE')`).Scan(&role, &super, &member, &readFile, &lsDir)
+		has_function_privilege(current_user, '`+lsDirFn+`', 'EXECUTE')`).Scan(&role, &db, &super, &member, &readFile, &lsDir)
 	if err != nil {
 		return false, "", fmt.Errorf("check the role's privileges: %w", err)
 	}
@@ -42,10 +44,30 @@ func HostAccess(ctx context.Context, c engine.Conn) (ok bool, warning string, er
 		if !lsDir {
 			grants = append(grants, "GRANT EXECUTE ON FUNCTION "+lsDirFn+" TO "+r)
 		}
-		warning = fmt.Sprintf("the database host's OS figures, DB CPU and disclosure need its /proc and /sys: as a superuser run %s; or give --db-host-metrics http://DBHOST:9100/metrics (node_exporter)",
-			strings.Join(grants, "; "))
+		where := "as a superuser"
+		if !readFile || !lsDir {
+			// EXECUTE is granted in the database connected to.
+			where = fmt.Sprintf("as a superuser connected to the target's database (psql -d %s; EXECUTE granted in another database does not count)", shellWord(db))
+		}
+		warning = fmt.Sprintf("the database host's OS figures, DB CPU and disclosure need its /proc and /sys: %s, run %s; or give --db-host-metrics http://DBHOST:9100/metrics (node_exporter)",
+			where, strings.Join(grants, "; "))
 	}
 	return ok, warning, nil
+}
+
+// shellWord writes s as a shell takes it as one word: bare when it is
+// plain, else single-quoted.
+func shellWord(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.", r)) {
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // The functions the host's files are read with, as GRANT names them.
