@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/atomicfile"
 	"github.com/dbparity/dbparity/internal/compare"
@@ -25,19 +27,22 @@ func cmdShow(_ context.Context, args []string) error {
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the summary as a JSON object")
 	literals := fs.Bool("show-literals", false, "replay results: show statement texts with their literal values (when the replay kept them)")
-	htmlOut := fs.String("html", "", "also write the run as a self-contained HTML page with charts to this file")
+	htmlOut := fs.String("html", "", "also write the run as a self-contained HTML page with charts to this file; given a directory, write one page of every result under it")
 	force := fs.Bool("force", false, "with --html: replace a file that is not a dbparity report")
 	// Accept the flag after the file name too: dbparity show run.json --json.
 	flags, files := splitArgs(args, "html")
 	if err := fs.Parse(append(flags, files...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printHelp(os.Stdout, fs, nil, "")
+			printHelp(os.Stdout, fs, nil, showDirHelp)
 			return err
 		}
-		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE)", err)}
+		return runner.UsageError{Err: fmt.Errorf("%v (usage: dbparity show [--json] FILE, or dbparity show --html PAGE DIR)", err)}
 	}
 	if fs.NArg() != 1 {
-		return runner.UsageError{Err: errors.New("name one result file (usage: dbparity show [--json] FILE)")}
+		return runner.UsageError{Err: errors.New("name one result file, or a directory with --html PAGE (usage: dbparity show [--json] FILE, or dbparity show --html PAGE DIR)")}
+	}
+	if st, err := os.Stat(fs.Arg(0)); err == nil && st.IsDir() {
+		return showDir(fs.Arg(0), *htmlOut, *force, *asJSON || *literals)
 	}
 	r, err := result.Read(fs.Arg(0))
 	if err != nil {
@@ -55,6 +60,59 @@ func cmdShow(_ context.Context, args []string) error {
 		return report.JSONWith(os.Stdout, r, report.Options{Literals: *literals})
 	}
 	return report.TextWith(os.Stdout, r, report.Options{Literals: *literals})
+}
+
+// showDirHelp is show --help's text on the directory form.
+const showDirHelp = `With a directory and --html PAGE (dbparity show --html PAGE DIR): writes one
+self-contained page of every result file under DIR (*.json, read recursively), a
+row per run (label, workload, engine and version, database host, date,
+throughput, p95, grade, file) that sorts and filters in the page, the runs of
+one dbparity ab or sweep grouped. Each run's page and each set's comparison go
+to PAGE-dir beside it (PAGE without .html). Journals, captures and other files
+are skipped and counted in one line; exit 2 when DIR holds no result.
+`
+
+// showDir writes the index page of the results under dir (show --html
+// PAGE DIR).
+func showDir(dir, page string, force, oneRunFlags bool) error {
+	switch {
+	case page == "":
+		return runner.UsageError{Err: fmt.Errorf("%s is a directory: give --html PAGE to write one page of every result under it (usage: dbparity show --html PAGE DIR)", dir)}
+	case oneRunFlags:
+		return runner.UsageError{Err: fmt.Errorf("--json and --show-literals print one run: name a result file, not the directory %s", dir)}
+	}
+	if err := checkHTML(page, force); err != nil {
+		return err
+	}
+	began := time.Now()
+	ix, err := report.WriteIndex(page, dir, report.IndexOptions{Force: force})
+	var refused report.RefusedError
+	switch {
+	case errors.Is(err, report.ErrNoResults):
+		why := "no *.json file under it"
+		if line := ix.SkipLine(); line != "" {
+			why = line
+		}
+		return runner.UsageError{Err: fmt.Errorf("%s holds no dbparity result file: %s", dir, why)}
+	case errors.As(err, &refused):
+		return runner.UsageError{Err: err}
+	case err != nil:
+		return err
+	}
+	sets := ""
+	if len(ix.Sets) > 0 {
+		n := 0
+		for _, s := range ix.Sets {
+			n += s.Runs
+		}
+		sets = fmt.Sprintf(" (%d in %d %s of ab or sweep)", n, len(ix.Sets), map[bool]string{true: "set", false: "sets"}[len(ix.Sets) == 1])
+	}
+	fmt.Fprintf(os.Stderr, "HTML index of %d runs%s written to %s, their pages to %s (%.1f s)\n", len(ix.Runs), sets, page,
+		ix.Side+string(filepath.Separator), time.Since(began).Seconds())
+	if line := ix.SkipLine(); line != "" {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	return nil
 }
 
 func cmdCompare(_ context.Context, args []string) error {
@@ -97,9 +155,40 @@ func cmdCompare(_ context.Context, args []string) error {
 		}
 		runs = append(runs, r)
 	}
+	// An interrupted ab or sweep leaves the run it was in partial (failed,
+	// when the interrupt came before its window): compare PREFIX-*.json
+	// compares the complete runs and names each one left out.
+	var left []string
+	if !*force {
+		var kept []*result.Run
+		var keptFiles []string
+		for i, r := range runs {
+			if !interrupted(r) {
+				kept, keptFiles = append(kept, r), append(keptFiles, files[i])
+				continue
+			}
+			why := "partial"
+			if r.Failed {
+				why += ", " + r.FailedReason
+			}
+			fmt.Fprintf(os.Stderr, "dbparity compare: left out %s: its run was interrupted (%s); --force compares it\n", files[i], why)
+			left = append(left, files[i])
+		}
+		if len(left) > 0 && len(kept) < 2 {
+			return runner.UsageError{Err: fmt.Errorf("%d complete run(s) left once the interrupted %s are left out: compare needs two (or --force to compare them anyway)",
+				len(kept), strings.Join(left, ", "))}
+		}
+		runs, files = kept, keptFiles
+	}
+	leftOut := func(err error) error {
+		if len(left) > 0 {
+			err = fmt.Errorf("%w (the interrupted %s left out: --force compares them)", err, strings.Join(left, ", "))
+		}
+		return runner.UsageError{Err: err}
+	}
 	gs, err := compare.GroupRuns(runs, files, *groupBy, *baseline)
 	if err != nil {
-		return runner.UsageError{Err: err}
+		return leftOut(err)
 	}
 	param := *over
 	if param == "" {
@@ -107,7 +196,7 @@ func cmdCompare(_ context.Context, args []string) error {
 	}
 	if param == "" {
 		if err := compare.TwoGroups(gs, *groupBy); err != nil {
-			return runner.UsageError{Err: err}
+			return leftOut(err)
 		}
 	}
 	if !*force {
@@ -132,6 +221,15 @@ func cmdCompare(_ context.Context, args []string) error {
 		}
 	}
 	return render(os.Stdout, c)
+}
+
+// interrupted tells a run that the user stopped (run, ab, sweep, replay
+// interrupted; a run of several targets names the target): cut short by
+// choice, not by its platform, so it says nothing of the platform. A
+// recovered or merged run is compared: its file was made to be.
+func interrupted(r *result.Run) bool {
+	return r.Partial && !r.Recovered && r.Merged == nil &&
+		(r.PartialReason == "interrupted" || strings.HasSuffix(r.PartialReason, ": interrupted"))
 }
 
 // writeHTML writes the HTML report through a temporary file beside it and
