@@ -127,7 +127,8 @@ func TestScaleOverHosts(t *testing.T) {
 	if f := strings.Fields(line(table, "database hosts")); len(f) < 4 || f[2] != "1" || f[3] != "1" {
 		t.Errorf("database hosts row %q, want 1 and 1", f)
 	}
-	if !strings.Contains(stdout, "its 8 targets ran on 1 database host(s)") {
+	if !strings.Contains(stdout, "grade: NOT A FINDING (ONE HOST)") || !strings.Contains(stdout, "ONE HOST: 2 of 2 runs ran their targets on fewer database hosts than targets") ||
+		!strings.Contains(stdout, "8 targets on 1 host(s)") {
 		t.Errorf("compare does not say the 8 targets shared one host:\n%s", stdout)
 	}
 	if row := line(table, "efficiency"); !strings.Contains(row, "100%") || strings.Count(row, "%") < 2 {

@@ -99,7 +99,7 @@ func TestDriverBoundFlagged(t *testing.T) {
 	if vs := compare.Verdicts(g[0], g[1], compare.Metrics(r)); len(vs) == 0 || !vs[0].Primary {
 		t.Errorf("no throughput verdict: %+v", vs)
 	}
-	if a := compare.Assess(compare.GroupCaveats(g...), 4); a.Grade != compare.NotAFinding || !strings.HasPrefix(a.Lines[0], "DRIVER-BOUND: 2 of 4 runs") ||
+	if a := compare.Assess(compare.GroupCaveats(g...), 4); a.Grade != compare.NotAFinding || !strings.HasPrefix(a.Lines[0], "DRIVER-BOUND: ") ||
 		!strings.Contains(a.Lines[0], path) {
 		t.Errorf("the answer is not graded as no finding: %s %q", a.Label, a.Lines)
 	}
