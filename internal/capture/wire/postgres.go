@@ -336,6 +336,12 @@ func (x *Session) Close(at time.Time) {
 	if s.end.IsZero() {
 		s.end = at
 	}
+	// Bytes left that never made a whole message: a connection the
+	// capture could not read to its end, counted as one.
+	if n := len(s.front.b) + len(s.back.b); !s.off && n > 0 {
+		s.off = true
+		s.r.skip(capture.Dropped, reasonUndecoded, fmt.Sprintf("%s from %s: the connection ended inside a message (%d bytes unread)", s.id, s.host, n))
+	}
 }
 
 // Protocol codes of the untyped first messages.

@@ -108,6 +108,7 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			if err != nil {
 				client.Close()
 				server.Close()
+				s.FromClient(first, time.Now()) // a part of a message: counted unread
 				s.Close(time.Now())
 				return
 			}
@@ -149,8 +150,8 @@ func negotiate(client net.Conn, o ProxyOptions, refused func(addr string)) (net.
 	defer client.SetReadDeadline(time.Time{})
 	for range 3 {
 		head := make([]byte, 8)
-		if _, err := io.ReadFull(client, head); err != nil {
-			return nil, nil, err
+		if n, err := io.ReadFull(client, head); err != nil {
+			return nil, head[:n], err // the bytes it read, for the capture to count
 		}
 		code := binary.BigEndian.Uint32(head[4:])
 		switch {
