@@ -119,6 +119,32 @@ var kinds = map[Kind]kindInfo{
 	KindBuild:          {ReadWithCare, "BUILD DIFFERS", ""},
 }
 
+// fewRuns is the share of the runs behind an answer below which a run
+// kind that is no finding (the driver or other processes set a run's
+// figure) only bends it: one run of 18 on a busy host moves a median
+// little, and the line names it.
+const fewRuns = 0.25
+
+// shareKinds are the run kinds whose grade depends on how many runs have
+// them (fewRuns).
+var shareKinds = []Kind{KindDriverBound, KindHostBusy}
+
+// gradeOf is the grade kind k's caveats give an answer of runs runs.
+func gradeOf(k Kind, cs []Caveat, runs int) Grade {
+	g := kinds[k].grade
+	if !slices.Contains(shareKinds, k) || runs == 0 {
+		return g
+	}
+	files := map[string]bool{}
+	for _, c := range cs {
+		files[c.File] = true
+	}
+	if float64(len(files)) < fewRuns*float64(runs) {
+		return ReadWithCare
+	}
+	return g
+}
+
 // Caveat is one thing that undermines an answer: in one run (File), or
 // in the comparison as a whole (File "").
 type Caveat struct {
@@ -183,17 +209,18 @@ func Assess(cs []Caveat, runs int) Assessment {
 		}
 		byKind[c.Kind] = append(byKind[c.Kind], c)
 	}
+	grade := func(k Kind) Grade { return gradeOf(k, byKind[k], runs) }
 	slices.SortFunc(order, func(x, y Kind) int {
-		return cmp.Or(cmp.Compare(kinds[y].grade, kinds[x].grade), cmp.Compare(slices.Index(rank, x), slices.Index(rank, y)))
+		return cmp.Or(cmp.Compare(grade(y), grade(x)), cmp.Compare(slices.Index(rank, x), slices.Index(rank, y)))
 	})
 	why := ""
 	for _, k := range order {
 		group := byKind[k]
 		info := kinds[k]
-		a.Grade = max(a.Grade, info.grade)
+		a.Grade = max(a.Grade, grade(k))
 		line := groupLine(k, group, runs)
 		a.Lines = append(a.Lines, line)
-		if info.grade == NotAFinding && why == "" {
+		if grade(k) == NotAFinding && why == "" {
 			why = info.title
 		}
 		var files []string

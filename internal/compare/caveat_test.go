@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bufio"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -206,5 +207,27 @@ func TestCaveatsGrouped(t *testing.T) {
 	}
 	if d := Drift(runs[0]); math.Abs(d+0.5) > 1e-9 {
 		t.Errorf("drift %v", d)
+	}
+}
+
+// The driver or a busy host setting fewer than a quarter of the runs'
+// figures bends the answer (READ WITH CARE, the run named); a quarter or
+// more makes it no finding.
+func TestShareOfRunsDecides(t *testing.T) {
+	var runs []*result.Run
+	var files []string
+	for i := range 8 {
+		runs, files = append(runs, quiet()), append(files, fmt.Sprintf("r%d.json", i))
+	}
+	runs[3].OS.Window.OtherCPUCores = 0.8
+	a := Assess(GroupCaveats(Group{Label: "a", Runs: runs, Files: files}), 8)
+	if a.Grade != ReadWithCare || !strings.HasPrefix(a.Lines[0], "HOST BUSY: 1 of 8 runs") {
+		t.Errorf("1 of 8 runs on a busy host: %s %q", a.Label, a.Lines)
+	}
+	runs[5].Driver.Bound, runs[5].Driver.BoundReason = true, "its sessions waited for a CPU"
+	runs[6].OS.Window.OtherCPUCores = 0.9
+	a = Assess(GroupCaveats(Group{Label: "a", Runs: runs, Files: files}), 8)
+	if a.Grade != NotAFinding || a.Label != "NOT A FINDING (HOST BUSY)" {
+		t.Errorf("2 of 8 runs on a busy host, 1 driver-bound: %s %q", a.Label, a.Lines)
 	}
 }
