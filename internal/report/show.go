@@ -36,8 +36,12 @@ func TextWith(w io.Writer, r *result.Run, o Options) error {
 	if s.Disclaimer != "" {
 		p.f("  %s\n", s.Disclaimer)
 	}
-	p.f("  target %s, %d users, measured %.1f s after %.0f s warm-up, started %s\n",
-		s.Target, s.Users, s.DurationS, r.Driver.WarmupS, r.Start.Local().Format(time.DateTime))
+	users := "users"
+	if r.Replay != nil {
+		users = "sessions" // the capture's, not virtual users
+	}
+	p.f("  target %s, %d %s, measured %.1f s after %.0f s warm-up, started %s\n",
+		s.Target, s.Users, users, s.DurationS, r.Driver.WarmupS, r.Start.Local().Format(time.DateTime))
 	if sl := r.Driver.Slicing; sl != nil {
 		p.f("  in turns with %s: %s slices (ABBA) in a %.1f s window; per-second figures of the database and its host are over the whole window\n",
 			sl.With, time.Duration(sl.SliceS*float64(time.Second)), r.MeasureEnd.Sub(r.MeasureStart).Seconds())
