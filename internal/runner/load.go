@@ -27,7 +27,7 @@ func Load(ctx context.Context, o LoadOptions) error {
 		return err
 	}
 	defer t.close()
-	return load(ctx, t, o.Common, o.Workers)
+	return t.explain(load(ctx, t, o.Common, o.Workers), "")
 }
 
 func load(ctx context.Context, t *opened, c Common, workers int) error {

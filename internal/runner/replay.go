@@ -261,7 +261,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		runErr = driver.ErrInterrupted
 	}
 	if err := reportRun(rpo, r, runErr); err != nil {
-		return err
+		return t.explain(err, o.Out)
 	}
 	if r.Replay.EndStateDiffers() {
 		return fmt.Errorf("%w from %s: %s (result written to %s)", ErrEndStateDiffers, o.Verify, r.Replay.EndState.Summary, o.Out)

@@ -267,7 +267,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	return repeat(o, outs, func(o RunOptions) error { return runOnce(ctx, t, o, serverVersion) })
+	return repeat(o, outs, func(o RunOptions) error { return t.explain(runOnce(ctx, t, o, serverVersion), o.Out) })
 }
 
 // loadOrPrepare readies t for a run of o: the workload loaded first when

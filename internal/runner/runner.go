@@ -220,6 +220,29 @@ type opened struct {
 	roundTripMs float64
 }
 
+// explain adds to a command's error, when the managed server dbparity
+// started died during it, how it ended and the last lines of its log,
+// and keeps those lines beside the result (out + ".server.log"; its
+// path said). Without such a death err is returned as it is.
+func (o *opened) explain(err error, out string) error {
+	if err == nil || o.managed == nil {
+		return err
+	}
+	died := o.managed.Died()
+	if died == nil {
+		return err
+	}
+	kept := ""
+	if out != "" {
+		path := out + ".server.log"
+		lines := managed.LogTail(o.managed.LogFile(), 200)
+		if werr := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); werr == nil {
+			kept = fmt.Sprintf(" (its last %d lines kept in %s)", len(lines), path)
+		}
+	}
+	return fmt.Errorf("%w; %v%s", err, died, kept)
+}
+
 func (o *opened) close() {
 	o.Target.Close()
 	if o.managed != nil {

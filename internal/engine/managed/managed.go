@@ -89,6 +89,10 @@ type Instance struct {
 
 	mu      sync.Mutex // Stop may race with a signal handler's Stop
 	stopped bool
+	// exited and exitErr are how a server dbparity is the parent of
+	// ended (MariaDB's mariadbd), for Died.
+	exited  bool
+	exitErr error
 }
 
 // Start initialises the cluster when the data directory holds none, writes

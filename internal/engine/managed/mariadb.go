@@ -279,7 +279,13 @@ func (i *Instance) startMariaDB(ctx context.Context) error {
 		return fmt.Errorf("start mariadb: %w", err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // reaps it whenever it ends
+	go func() { // reaps it whenever it ends, and keeps how for Died
+		err := cmd.Wait()
+		i.mu.Lock()
+		i.exited, i.exitErr = true, err
+		i.mu.Unlock()
+		exited <- err
+	}()
 	i.PID = cmd.Process.Pid
 	db, err := sql.Open("mysql", i.dsn(""))
 	if err != nil {
