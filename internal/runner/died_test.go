@@ -39,7 +39,7 @@ func TestManagedServerDiesSaysSo(t *testing.T) {
 				pid = func() int { return postmasterPID(t, tg.PGData) }
 			} else {
 				tg = managedMariaDB(t)
-				sig = syscall.SIGSEGV // as the segfault was
+				sig = syscall.SIGSEGV                                   // as the segfault was
 				pid = func() int { return postmasterPID(t, tg.MyData) } // its pid file is where the postmaster's is
 			}
 			c, out := common(t, tg)
