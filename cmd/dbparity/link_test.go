@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,14 +14,17 @@ import (
 	"github.com/dbparity/dbparity/internal/cpuset"
 	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/testhost"
 )
 
-// A database across a link: the managed server reached through a proxy
-// on loopback that holds every chunk for a while each way, as a LAN's
-// round trip does (this machine's kernel has no netem). The run measures
-// the round trip before it starts, and show and compare say what the
-// round trips cost a transaction; the database host's figures still come
-// from the sql source across the link, or from a node_exporter across one.
+// A database across a link: the managed server reached through the
+// delaying relay (testhost.Link) on loopback, which holds every chunk for
+// a while each way, as a LAN's round trip does (this machine's kernel has
+// no netem). The run measures the round trip before it starts, and show
+// and compare say what the round trips cost a transaction; the database
+// host's figures still come from the sql source across the link, or from
+// a node_exporter across one. (hosts_test.go gives the server a host of
+// its own.)
 func TestRoundTripsAcrossALink(t *testing.T) {
 	pgData := managedDataDir(t)
 	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData, Loopback: true,
@@ -41,7 +42,7 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 		t.Fatalf("load: exit %d\n%s", code, stderr)
 	}
 	const oneWay = time.Millisecond
-	link := delayLink(t, server, oneWay)
+	link := testhost.Link(t, server, oneWay)
 	run := func(label, addr string, hostSource ...string) *result.Run {
 		if len(hostSource) == 0 {
 			hostSource = []string{"--db-host", "sql"}
@@ -68,7 +69,7 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 	// The node_exporter's figures across a link of their own.
 	exporter := strings.TrimPrefix(exportertest.Start(t), "http://")
 	host, path, _ := strings.Cut(exporter, "/")
-	if far := run("far-exporter", link, "--db-host", "node-exporter", "--db-host-metrics", "http://"+delayLink(t, host, oneWay)+"/"+path); far.Driver.RoundTripMs < 2*oneWay.Seconds()*1000 {
+	if far := run("far-exporter", link, "--db-host", "node-exporter", "--db-host-metrics", "http://"+testhost.Link(t, host, oneWay)+"/"+path); far.Driver.RoundTripMs < 2*oneWay.Seconds()*1000 {
 		t.Errorf("round trip across the link %.3f ms", far.Driver.RoundTripMs)
 	}
 	// The least of 20 empty queries: over loopback well under the link's
@@ -144,70 +145,5 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}
-	}
-}
-
-// delayLink listens on loopback and forwards each connection to addr,
-// every chunk held oneWay before it is passed on, in both directions and
-// in order. It returns its address.
-func delayLink(t *testing.T, addr string, oneWay time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			wg.Add(2)
-			go func() { defer wg.Done(); delayCopy(s, c, oneWay) }()
-			go func() { defer wg.Done(); delayCopy(c, s, oneWay) }()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-// delayCopy copies from src to dst, each chunk written oneWay after it
-// was read; it closes both when either side ends.
-func delayCopy(dst, src net.Conn, oneWay time.Duration) {
-	type chunk struct {
-		at time.Time
-		b  []byte
-	}
-	q := make(chan chunk, 1024)
-	go func() {
-		defer close(q)
-		for {
-			b := make([]byte, 32<<10)
-			n, err := src.Read(b)
-			if n > 0 {
-				q <- chunk{time.Now().Add(oneWay), b[:n]}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for c := range q {
-		time.Sleep(time.Until(c.at))
-		if _, err := dst.Write(c.b); err != nil {
-			break
-		}
-	}
-	dst.Close()
-	src.Close()
-	for range q { // let the reader end
 	}
 }

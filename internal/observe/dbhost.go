@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -52,9 +53,11 @@ type HostChoice struct {
 // ChooseHost picks the database host's source: local when the database
 // runs on this host, else node_exporter when given, else the database's
 // own connection when its role may read the host's files; --db-host
-// forces one. pg is a collector connection of a PostgreSQL target for the
-// sql source alone (nil for SQLite). serverPID is the server's main
-// process on this host, 0 when unknown.
+// forces one, but never local for a database on another host (a usage
+// error naming the sql and node-exporter sources). pg is a collector
+// connection of a PostgreSQL target for the sql source alone (nil for
+// SQLite). serverPID is the server's main process on this host, 0 when
+// unknown.
 func ChooseHost(ctx context.Context, t Target, o Options, pg engine.Conn, serverPID int) (HostChoice, error) {
 	onHost := t.OnThisHost() || t.Managed || o.DBPID > 0
 	mode := o.DBHost
@@ -70,6 +73,11 @@ func ChooseHost(ctx context.Context, t Target, o Options, pg engine.Conn, server
 	}
 	switch mode {
 	case dbhost.Local:
+		if !onHost {
+			// This host's /proc would be the driver's host's figures
+			// under the database host's name.
+			return HostChoice{}, UsageError{notHere(t)}
+		}
 		src, err := dbhost.NewLocal(serverPID)
 		if err != nil {
 			return HostChoice{}, UsageError{fmt.Errorf("os collector: %w (check --db-pid)", err)}
@@ -108,6 +116,21 @@ func ChooseHost(ctx context.Context, t Target, o Options, pg engine.Conn, server
 		return hc, nil
 	}
 	return HostChoice{Name: dbhost.None, Warning: "--db-host none: the database host's OS figures and disclosure are not collected"}, nil
+}
+
+// notHere is why --db-host local cannot serve a database on another
+// host (an address that is neither a unix socket nor loopback), and what
+// can.
+func notHere(t Target) error {
+	host := t.Host()
+	sql := "--db-host sql (the database host's /proc and /sys read through the database's connection, for a role with pg_read_server_files)"
+	if t.Dialect != engine.Postgres {
+		sql = "--db-host sql (PostgreSQL targets only)"
+	}
+	return fmt.Errorf("--db-host local: the database at %s is not on this host (neither a unix socket nor a loopback address): "+
+		"this host's /proc cannot see its server, and its figures would be the driver's host's; read the database host with %s "+
+		"or --db-host node-exporter --db-host-metrics http://%s/metrics (a node_exporter on that host), or give --db-pid when its server does run here",
+		host, sql, net.JoinHostPort(host, "9100"))
 }
 
 // trySQL opens the sql source when the target is PostgreSQL and its
