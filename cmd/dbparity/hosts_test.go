@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -62,18 +61,7 @@ func drive(t *testing.T, dir string, cpus []int, args ...string) (int, string, s
 		}
 		name, argv = ts, append([]string{"-c", cpuset.Format(cpus), bin}, args...)
 	}
-	cmd := exec.Command(name, argv...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, stdout.String(), stderr.String()
+	return runIn(t, dir, name, argv...)
 }
 
 // Point 2: the host observed from outside, checked from inside. From

@@ -39,7 +39,13 @@ func TestMain(m *testing.M) {
 // dbparity runs the binary in dir and returns its exit code and output.
 func dbparity(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return runIn(t, dir, bin, args...)
+}
+
+// runIn runs name with args in dir: its exit code, stdout and stderr.
+func runIn(t *testing.T, dir, name string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
