@@ -159,7 +159,10 @@ func lexWith(s string, r lexRules) []token {
 		case c == '"' && r.mysql:
 			i = skipQuote(s, i+1, '"', r.backslash)
 			literal(false, true)
-		case c == '`' && r.mysql:
+		case c == '`':
+			// MySQL's quoted name; PostgreSQL has no backtick at all, so
+			// every reading takes it so (a fingerprint of a MySQL log's
+			// statement is read the PostgreSQL way: "` appdb `" before).
 			i = skipQuote(s, i+1, '`', false)
 			emit(tkQuoted, s[start:i])
 		case (c == 'E' || c == 'e') && i+1 < n && s[i+1] == '\'' && !r.mysql:
