@@ -394,20 +394,22 @@ func roundTripCost(t *testing.T, e managed.Engine) {
 		if far.meanMs < floor {
 			t.Errorf("%s: mean latency %.3f ms below its floor of %.2f round trips × %.3f ms = %.3f ms", m.name, far.meanMs, far.rtPerTx, addedMs, floor)
 		}
-		// The round trips explain the rise: their count times the delay,
-		// and a little more (each round trip wakes the relay's threads
-		// twice: 1.03-1.65 times the floor over three runs here); 0.8 to
-		// 2.5 times it leaves room for a busy machine.
+		// The rise is the round trips' count times the delay and a little
+		// more on a quiet machine (1.03-1.65 times the floor over three
+		// runs), but it is the difference of two runs' means: with a
+		// second test suite beside, procedure mode's rose 0.57 times its
+		// floor (the run without the delay waited more for a CPU). It is
+		// logged, not asserted; the floor above holds however busy.
 		rise[m.name], loss[m.name] = far.meanMs-near.meanMs, 1-far.tps/near.tps
-		if rise[m.name] < 0.8*floor || rise[m.name] > 2.5*floor {
-			t.Errorf("%s: latency rose %.3f ms with %.2f round trips × %.3f ms = %.3f ms added", m.name, rise[m.name], far.rtPerTx, addedMs, floor)
-		}
 		// The report's share of a transaction's time the round trips
 		// took at least: grown with the link, and at least the floor's.
 		if far.share < near.share || far.share < floor/far.meanMs*0.99 {
 			t.Errorf("%s: round trips' share %.0f%% without the delay, %.0f%% with it (floor %.0f%%)", m.name, 100*near.share, 100*far.share, 100*floor/far.meanMs)
 		}
-		if far.tps >= near.tps {
+		// Where the delay is most of a transaction's time (client mode's
+		// 3.8 round trips: 1.9 ms on 1.4-3.2 ms), throughput falls by
+		// far more than two runs differ on a busy machine.
+		if far.rtPerTx > 2 && far.tps >= near.tps {
 			t.Errorf("%s: throughput %.0f tps with the delay, %.0f without", m.name, far.tps, near.tps)
 		}
 		t.Logf("%s: +%.3f ms a transaction, %.2f times its %.2f round trips × %.3f ms; least round trip %.3f → %.3f ms; throughput %.0f → %.0f tps (%+.0f%%); round trips' share %.0f%% → %.0f%%",
