@@ -18,17 +18,9 @@ import (
 // and labels to its value.
 func scrape(t *testing.T, addr string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scrapeText(t, addr)
 	out := map[string]float64{}
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(b, "\n") {
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}

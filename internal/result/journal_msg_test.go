@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dbparity/dbparity/internal/metrics"
 )
 
 // A journal damaged by a line longer than any dbparity writes (over
@@ -33,18 +31,7 @@ func TestJournalOverlongLine(t *testing.T) {
 		cp.Start, cp.End, cp.MeasureStart, cp.MeasureEnd = start, start.Add(3*time.Second), start.Add(time.Second), start.Add(3*time.Second)
 		cp.Transactions = []Transaction{{Name: "new_order", Committed: 200, Latency: sample().Transactions[0].Latency}}
 		cp.Phases = map[string]Phase{"measure": {Committed: map[string]int64{"new_order": 200}, Rollbacks: map[string]int64{}, Errors: map[string]int64{}}}
-		var entries []JournalEntry
-		for s := 1; s <= 6; s++ {
-			phase := "measure"
-			if s == 1 {
-				phase = "warmup"
-			}
-			entries = append(entries, JournalEntry{Interval: &metrics.Interval{At: float64(s), Seconds: 1, Phase: phase, Commits: 100},
-				Types: []TypeCounts{{Committed: 100}}})
-			if s == 3 {
-				entries = append(entries, JournalEntry{Checkpoint: &cp})
-			}
-		}
+		entries := sixSeconds(&cp, 3)
 		for i, e := range entries {
 			if i == damageAfter {
 				// What no writer of dbparity makes: a line of 64 MiB and

@@ -119,18 +119,7 @@ func TestMergeRecoveredPart(t *testing.T) {
 	cp.Part, cp.Series = nil, nil
 	cp.End, cp.MeasureEnd = b.Start.Add(5*time.Second), b.Start.Add(4*time.Second)
 	cp.Phases = map[string]Phase{"measure": {Committed: map[string]int64{"new_order": 500}, Rollbacks: map[string]int64{}, Errors: map[string]int64{}}}
-	entries := []JournalEntry{{Part: b.Part}}
-	for s := 1; s <= 6; s++ {
-		phase := "measure"
-		if s == 1 {
-			phase = "warmup"
-		}
-		entries = append(entries, JournalEntry{Interval: &metrics.Interval{At: float64(s), Seconds: 1, Phase: phase, Commits: 100},
-			Types: []TypeCounts{{Committed: 100}}})
-		if s == 5 {
-			entries = append(entries, JournalEntry{Checkpoint: &cp})
-		}
-	}
+	entries := append([]JournalEntry{{Part: b.Part}}, sixSeconds(&cp, 5)...)
 	for _, e := range entries {
 		if err := j.Append(e); err != nil {
 			t.Fatal(err)
@@ -322,4 +311,22 @@ func TestMergeDriversOnTheHosts(t *testing.T) {
 	if m.OS.Window.SelfCPUCores != 0.1 || !strings.Contains(strings.Join(m.Warnings, "\n"), "part 1 ran on the database host and its driver's CPU is not known") {
 		t.Errorf("a recovered part on the host: dbparity %.2f cores, %q", m.OS.Window.SelfCPUCores, m.Warnings)
 	}
+}
+
+// sixSeconds are a journal's six one-second intervals of 100 commits (the
+// first of the warm-up), with cp after interval at.
+func sixSeconds(cp *Run, at int) []JournalEntry {
+	var entries []JournalEntry
+	for s := 1; s <= 6; s++ {
+		phase := "measure"
+		if s == 1 {
+			phase = "warmup"
+		}
+		entries = append(entries, JournalEntry{Interval: &metrics.Interval{At: float64(s), Seconds: 1, Phase: phase, Commits: 100},
+			Types: []TypeCounts{{Committed: 100}}})
+		if s == at {
+			entries = append(entries, JournalEntry{Checkpoint: cp})
+		}
+	}
+	return entries
 }
