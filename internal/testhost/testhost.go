@@ -41,6 +41,13 @@
 // link deleted, its cpuset and the data directory Start made removed, and any dbpD*/dbpH* link or
 // dbparity-host-* cpuset that no live host records is removed too.
 //
+// Host.Command runs a command as one of the host's processes (in its
+// namespaces, through nsenter: a capture on its eth0, say). A driver
+// host (StartDriver, StartDriverHost: driverhost.go) is the other side:
+// network, PID, mount and UTS namespaces of their own for a driver
+// process, at 198.19.M.2 on a veth pair dbpCM, routed to the test hosts
+// through the driver's namespace, cleaned up as a host is.
+//
 // Start skips the test (fails it under CI=true) when it cannot run: not
 // root, no ip, no cgroup v1 cpuset, or no server binaries.
 package testhost
@@ -619,6 +626,9 @@ func cleanupLocked() error {
 				}
 			}
 		}
+	}
+	if err := cleanupDriversLocked(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
