@@ -179,7 +179,7 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	return captureWire(ctx, wireCapture{
 		source: "proxy " + ln.Addr().String() + " to " + upstream,
 		banner: fmt.Sprintf("clients connect to %s, relayed to %s", ln.Addr(), upstream),
-		empty:  "no client sent a statement through the proxy, so no capture was written: point the application at " + listen,
+		empty:  "no client sent a statement through the proxy, so no capture was written: point the application at " + ln.Addr().String(),
 		serve:  func(ctx context.Context, rec *wire.Recorder) error { return wire.Serve(ctx, ln, upstream, rec, o) },
 		mysql:  mysql,
 	}, out, keepOwn, d)
@@ -376,16 +376,16 @@ func cmdReplay(ctx context.Context, args []string) error {
 	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}}
 	fs.StringVar(&o.Capture, "capture", "", "the capture file (made by dbparity capture)")
 	speed := fs.String("speed", "1", "pace: 1 as captured, 2 twice as fast, 0.5 half; max: as fast as possible, order kept")
-	fs.StringVar(&o.Sync, "sync", replay.SyncCommit, "commit: a statement waits for the other sessions' commits the capture shows before it: it goes once those that ended before it started are complete, and those logged before it ended sent (the server orders the rest); statement: for every statement of another session that ended before it started (strictest; capture is its earlier name); none: sessions keep their own order and pace only")
+	fs.StringVar(&o.Sync, "sync", replay.SyncCommit, "commit: a statement waits for the other sessions' commits the capture shows before it: it goes once those that ended before it started are complete, and those logged before it ended sent (the server orders the rest); statement: for every statement of another session that ended before it started (strictest; capture is its earlier name); none: sessions keep their own order and pace only; in every mode a statement waits for the DDL captured before it, and a session for the statement that creates its database")
 	order := fs.String("order", "", "replaced by --sync: session is --sync none, global is --sync statement")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "report a statement that runs, or a session that waits for the others, longer than this (on the progress line and in the result)")
 	fs.Var(mapping(o.MapUser), "map-user", "replay a captured user as another: FROM=TO (repeatable)")
-	fs.Var(mapping(o.MapDB), "map-db", "replay a captured database as another: FROM=TO (repeatable)")
+	fs.Var(mapping(o.MapDB), "map-db", "replay a captured database as another: FROM=TO (repeatable; USE, CREATE and DROP DATABASE name the new one)")
 	var include, exclude multi
 	fs.Var(&include, "include-session", "replay only the sessions that match: user=PATTERN, database=PATTERN or application=PATTERN (shell patterns; repeatable: any matches)")
 	fs.Var(&exclude, "exclude-session", "leave out the sessions that match: user=, database= or application=PATTERN (repeatable)")
 	excludeStmt := fs.String("exclude-statement", "", "skip the statements whose text matches this regular expression (counted in the report)")
-	fs.BoolVar(&o.ReplayAdmin, "replay-admin", false, "send the statements that change the server (ALTER SYSTEM, pg_reload_conf(), CHECKPOINT, pg_terminate_backend(), CREATE/DROP DATABASE, ...), skipped and listed by default")
+	fs.BoolVar(&o.ReplayAdmin, "replay-admin", false, "send the statements that change the server (ALTER SYSTEM, pg_reload_conf(), CHECKPOINT, pg_terminate_backend(), ALTER DATABASE, SET GLOBAL, ...), skipped and listed by default (CREATE and DROP DATABASE, the workload's own, are sent)")
 	warmup := fs.String("warmup", "", "before the measured replay, replay unmeasured the capture's first DURATION (30s), or all of it (all), for the caches; it writes too")
 	fs.StringVar(&o.Verify, "verify", "", "after the replay, compare every table with this end-state snapshot (dbparity snapshot) and report which match")
 	fs.BoolVar(&o.Literals, "show-literals", false, "keep one statement text per fingerprint, literal values included, in the result")

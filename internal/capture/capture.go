@@ -43,6 +43,17 @@ type Capture struct {
 	Sessions []Session // ordered by start, then ID
 	Texts    []string  // distinct statement texts; Statement.Text indexes it
 	Skipped  []Skip    // what was not captured or was captured incomplete, and why
+	// ErrorsUnknown says the source does not record errors (MySQL's and
+	// MariaDB's general and slow logs): a statement without Error may
+	// have failed. PostgreSQL's logs and the wire record them.
+	ErrorsUnknown bool
+}
+
+// ErrorsKnown tells a capture whose statements without Error succeeded:
+// not one from MySQL's or MariaDB's logs (ErrorsUnknown, or a capture of
+// them written before it was kept).
+func (c *Capture) ErrorsKnown() bool {
+	return !c.ErrorsUnknown && (c.Engine != EngineMySQL || c.FromWire())
 }
 
 // Session is one client connection.
@@ -248,7 +259,12 @@ func (c *Capture) Summary() string {
 	if fastpath > 0 {
 		fmt.Fprintf(&b, "fast-path function calls: %d: their arguments are not in the log (a replay skips them and reports them)\n", fastpath)
 	}
-	fmt.Fprintf(&b, "errors: %d", failed)
+	unknown := !c.ErrorsKnown() && failed == 0
+	if unknown {
+		fmt.Fprintf(&b, "errors: not in %s (it records none: a replay cannot tell a statement that failed in the application)\n", log)
+	} else {
+		fmt.Fprintf(&b, "errors: %d", failed)
+	}
 	if failed > 0 {
 		codes := make([]string, 0, len(states))
 		for k := range states {
@@ -266,7 +282,9 @@ func (c *Capture) Summary() string {
 		}
 		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
 	}
-	b.WriteString("\n")
+	if !unknown {
+		b.WriteString("\n")
+	}
 	for _, effect := range []SkipEffect{Dropped, Flagged, Ignored} {
 		for _, s := range c.Skipped {
 			if s.Effect == effect {

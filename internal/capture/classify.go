@@ -55,7 +55,10 @@ func CopyFromStdin(text string) (table string, ok bool) {
 // a replay skips them unless told to send them.
 var adminWords = [][]string{
 	{"ALTER", "SYSTEM"}, {"CHECKPOINT"}, {"LOAD"},
-	{"CREATE", "DATABASE"}, {"DROP", "DATABASE"}, {"ALTER", "DATABASE"},
+	// CREATE and DROP DATABASE (and MySQL's SCHEMA) are not here: they
+	// make and remove the workload's own database, which its sessions
+	// need (see Database); ALTER DATABASE changes its settings.
+	{"ALTER", "DATABASE"},
 	{"CREATE", "ROLE"}, {"CREATE", "USER"}, {"DROP", "ROLE"}, {"DROP", "USER"}, {"ALTER", "ROLE"}, {"ALTER", "USER"},
 	{"CREATE", "TABLESPACE"}, {"DROP", "TABLESPACE"},
 	// MySQL and MariaDB
@@ -554,3 +557,103 @@ func indexFold(s, word string) int {
 }
 
 func containsFold(s, word string) bool { return indexFold(s, word) >= 0 }
+
+// DDL says whether a statement changes the schema others' statements use
+// (CREATE, ALTER, DROP, RENAME, TRUNCATE, COMMENT ON): a replay runs
+// another session's statement only once the DDL captured before it is
+// done. Temporary tables are the session's own, and statements that
+// change the server (Admin: ALTER SYSTEM, CREATE ROLE) not the schema:
+// neither is counted.
+func DDL(text string) bool {
+	w := words(text, 5)
+	if len(w) == 0 {
+		return false
+	}
+	switch w[0] {
+	case "CREATE", "DROP":
+		for _, x := range w[1:] {
+			if x == "TEMPORARY" || x == "TEMP" {
+				return false
+			}
+		}
+	case "ALTER", "RENAME", "TRUNCATE":
+	case "COMMENT":
+		if len(w) < 2 || w[1] != "ON" {
+			return false
+		}
+	default:
+		return false
+	}
+	return Admin(text) == ""
+}
+
+// Database reads a statement that creates, drops or changes to a whole
+// database: verb "CREATE", "DROP" or "USE", the database's name as the
+// server takes it (unquoted; PostgreSQL folds an unquoted name to lower
+// case), and where the name is written in text (at to end), so that a
+// replay can write another in its place. On MySQL and MariaDB (mysql)
+// SCHEMA is DATABASE's synonym; on PostgreSQL a schema lives inside a
+// database and is not one. "" for any other statement.
+func Database(text string, mysql bool) (verb, name string, at, end int) {
+	toks := lex(firstN(text, 4096))
+	k := 0
+	word := func(want ...string) bool {
+		if k < len(toks) && toks[k].kind == tkIdent {
+			for _, x := range want {
+				if strings.EqualFold(toks[k].text, x) {
+					k++
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case mysql && word("USE"):
+		verb = "USE"
+	case word("CREATE", "DROP"):
+		verb = strings.ToUpper(toks[0].text)
+		if !word("DATABASE") && !(mysql && word("SCHEMA")) {
+			return "", "", 0, 0
+		}
+		if word("IF") {
+			if verb == "CREATE" && !word("NOT") {
+				return "", "", 0, 0
+			}
+			if !word("EXISTS") {
+				return "", "", 0, 0
+			}
+		}
+	default:
+		return "", "", 0, 0
+	}
+	if k >= len(toks) {
+		return "", "", 0, 0
+	}
+	switch t := toks[k]; t.kind {
+	case tkIdent:
+		name = t.text
+		if !mysql {
+			name = strings.ToLower(name)
+		}
+	case tkQuoted:
+		q := t.text[:1]
+		if len(t.text) < 2 || (q != "`" && q != `"`) || !strings.HasSuffix(t.text, q) {
+			return "", "", 0, 0
+		}
+		name = strings.ReplaceAll(t.text[1:len(t.text)-1], q+q, q)
+	default:
+		return "", "", 0, 0
+	}
+	if k+1 < len(toks) && toks[k+1].kind == tkPunct && toks[k+1].text == "." {
+		return "", "", 0, 0 // a qualified name: not a database
+	}
+	return verb, name, toks[k].pos, toks[k].end
+}
+
+func firstN(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

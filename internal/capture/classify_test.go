@@ -27,14 +27,15 @@ func TestAdmin(t *testing.T) {
 		"ALTER SYSTEM SET work_mem = '64MB'":                     "ALTER SYSTEM",
 		"select pg_reload_conf()":                                "pg_reload_conf()",
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity": "pg_terminate_backend()",
-		"checkpoint":                           "CHECKPOINT",
-		"-- admin\nDROP DATABASE scratch":      "DROP DATABASE",
-		"COPY t TO PROGRAM 'gzip > /tmp/t.gz'": "COPY ... PROGRAM",
-		"CREATE ROLE app LOGIN":                "CREATE ROLE",
-		"SELECT my_pg_reload_conf_wrapper()":   "",
-		"UPDATE t SET v = 1":                   "",
-		"SELECT 'pg_reload_conf'":              "",
-		"CREATE TABLE t (a int)":               "",
+		"checkpoint":                                   "CHECKPOINT",
+		"-- admin\nALTER DATABASE app SET x = 1":       "ALTER DATABASE",
+		"-- the workload's own\nDROP DATABASE scratch": "",
+		"COPY t TO PROGRAM 'gzip > /tmp/t.gz'":         "COPY ... PROGRAM",
+		"CREATE ROLE app LOGIN":                        "CREATE ROLE",
+		"SELECT my_pg_reload_conf_wrapper()":           "",
+		"UPDATE t SET v = 1":                           "",
+		"SELECT 'pg_reload_conf'":                      "",
+		"CREATE TABLE t (a int)":                       "",
 	} {
 		if got := Admin(text); got != want {
 			t.Errorf("Admin(%q) = %q, want %q", text, got, want)

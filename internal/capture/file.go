@@ -28,6 +28,8 @@ type fileCapture struct {
 	Texts    []string      `json:"texts"`
 	Sessions []fileSession `json:"sessions"`
 	Skipped  []fileSkip    `json:"skipped,omitempty"`
+	// ErrorsUnknown: the source records no errors (MySQL's logs).
+	ErrorsUnknown bool `json:"errors_unknown,omitempty"`
 }
 
 type fileSession struct {
@@ -116,7 +118,7 @@ func statementTooLong(f *fileStatement) bool {
 // synced, then renamed over path, so that path never holds half a file.
 func Write(path string, c *Capture) error {
 	fc := fileCapture{Format: Format, Engine: c.Engine, Sources: c.Sources, Start: c.Start, End: c.End, Texts: c.Texts,
-		Sessions: make([]fileSession, len(c.Sessions))}
+		Sessions: make([]fileSession, len(c.Sessions)), ErrorsUnknown: c.ErrorsUnknown}
 	if fc.Texts == nil {
 		fc.Texts = []string{}
 	}

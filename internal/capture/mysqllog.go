@@ -166,6 +166,7 @@ func parseMySQL(files []string, format string, opt Options) (*Capture, error) {
 	}
 	c := b.capture(files)
 	c.Engine = EngineMySQL
+	c.ErrorsUnknown = true // neither log records errors
 	return c, nil
 }
 

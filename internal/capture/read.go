@@ -417,6 +417,8 @@ func (r *fileReader) capture() (*Capture, error) {
 			err = r.sessions(c)
 		case "skipped":
 			err = r.skips(c)
+		case "errors_unknown":
+			err = r.decode("errors_unknown", maxFieldBytes, &c.ErrorsUnknown)
 		default:
 			err = r.skip(k)
 		}

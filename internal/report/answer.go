@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/dbparity/dbparity/internal/compare"
@@ -185,7 +186,7 @@ func (c *Comparison) replaySentences() []string {
 	var out []string
 	for _, g := range c.Groups {
 		var pace []float64
-		var changed int64
+		var changed, alike, untold int64
 		ends := map[string]bool{}
 		var lag float64
 		for _, r := range g.Runs {
@@ -197,6 +198,8 @@ func (c *Comparison) replaySentences() []string {
 				pace = append(pace, rp.ReplaySeconds/rp.CaptureSeconds)
 			}
 			changed += rp.Divergent()
+			alike += rp.RolledBackAlike()
+			untold += rp.Untold()
 			ends[endStateWords(rp)] = true
 			if rp.Lag != nil {
 				lag = max(lag, rp.Lag.MaxMs/1000)
@@ -209,8 +212,9 @@ func (c *Comparison) replaySentences() []string {
 		for e := range ends {
 			es = append(es, e)
 		}
-		line := fmt.Sprintf("%s replayed in %.2fx its capture's time; %s; %d %s changed", g.Label, compare.Median(pace),
-			strings.Join(es, ", "), changed, plural(changed, "outcome", "outcomes"))
+		sort.Strings(es)
+		line := fmt.Sprintf("%s replayed in %.2fx its capture's time; %s; %s", g.Label, compare.Median(pace),
+			strings.Join(es, ", "), outcomeWords(changed, alike, untold))
 		if lag > 1 {
 			line += fmt.Sprintf("; fell behind its pace by up to %s", compare.Seconds(lag))
 		}
@@ -219,18 +223,60 @@ func (c *Comparison) replaySentences() []string {
 	return out
 }
 
-// endStateWords is a replay's end state in a few words.
+// outcomeWords counts the outcomes that changed, and says apart those
+// that ended otherwise inside transactions that rolled back as captured
+// (no change) and those the capture cannot tell.
+func outcomeWords(changed, alike, untold int64) string {
+	line := fmt.Sprintf("%d %s changed", changed, plural(changed, "outcome", "outcomes"))
+	if alike > 0 {
+		line += fmt.Sprintf(" (%d more %s ended otherwise inside transactions that rolled back as captured: no change)",
+			alike, plural(alike, "statement", "statements"))
+	}
+	if untold > 0 {
+		line += fmt.Sprintf("; %d %s the log cannot tell (it records no errors: %s may have failed in the application too)",
+			untold, plural(untold, "error", "errors"), plural(untold, "it", "they"))
+	}
+	return line
+}
+
+// endStateWords is a replay's end state in a few words: without a
+// verification, what the outcomes say of it.
 func endStateWords(rp *result.Replay) string {
 	es := rp.EndState
 	switch {
 	case es == nil && rp.EndStateSkipped != "":
-		return "end state not verified (" + rp.EndStateSkipped + ")"
+		return "end state not verified (" + rp.EndStateSkipped + ")" + likelyDiffers(rp)
 	case es == nil:
-		return "end state not checked"
+		return "end state not checked" + likelyDiffers(rp)
 	case rp.EndStateDiffers():
 		return fmt.Sprintf("END STATE DIFFERS: %d of %d tables match", es.Match+es.ClockOnly+es.Explained, es.Of)
 	}
 	return fmt.Sprintf("end state %d of %d tables match", es.Match+es.ClockOnly+es.Explained, es.Of)
+}
+
+// likelyDiffers is what a replay's outcomes say of an end state not
+// compared: writing statements whose outcome changed leave it likely
+// different (on a wire capture, whose rows affected were compared, in
+// the tables they wrote), and writing statements that failed where the
+// log cannot tell leave it possibly different. "" when neither.
+func likelyDiffers(rp *result.Replay) string {
+	out := ""
+	if n := rp.WritesChanged; n > 0 {
+		out = fmt.Sprintf(", LIKELY DIFFERENT: %d writing %s ended otherwise than captured", n, plural(n, "statement", "statements"))
+		if rp.FromWire && len(rp.TablesChanged) > 0 {
+			out += " (writing " + strings.Join(rp.TablesChanged, ", ") + ")"
+		}
+	}
+	if n := rp.WritesUntold; n > 0 {
+		if out == "" {
+			out = ", may differ:"
+		} else {
+			out += ", and"
+		}
+		out += fmt.Sprintf(" %d writing %s failed where the log cannot tell whether %s failed in the application", n,
+			plural(n, "statement", "statements"), plural(n, "it", "they"))
+	}
+	return out
 }
 
 func plural(n int64, one, many string) string {
@@ -359,8 +405,7 @@ func replayAnswer(rp *result.Replay) string {
 		line = fmt.Sprintf("replayed in %.2fx its capture's time (%s captured, %s replayed); ", rp.ReplaySeconds/rp.CaptureSeconds,
 			compare.Seconds(rp.CaptureSeconds), compare.Seconds(rp.ReplaySeconds))
 	}
-	n := rp.Divergent()
-	line += fmt.Sprintf("%s; %d %s changed", endStateWords(rp), n, plural(n, "outcome", "outcomes"))
+	line += endStateWords(rp) + "; " + outcomeWords(rp.Divergent(), rp.RolledBackAlike(), rp.Untold())
 	if l := rp.Lag; l != nil && l.MaxMs > 1000 {
 		line += fmt.Sprintf("; BEHIND its pace: lag p50 %s, max %s", compare.Seconds(l.P50Ms/1000), compare.Seconds(l.MaxMs/1000))
 	}

@@ -52,6 +52,8 @@ func (c *Comparison) sideBySide() []Table {
 		c.row(&t2, "commits rolled back", c.medians(kind("rolled back")))
 		c.row(&t2, "data not captured (statements)", c.medians(kind("data not captured")))
 		c.row(&t2, "rows differing (statements, wire captures)", c.medians(kind("rows differ")))
+		c.row(&t2, "otherwise in transactions rolled back alike", c.medians(kind(result.OutcomeRolledBackAlike)))
+		c.row(&t2, "errors the log cannot tell", c.medians(kind(result.OutcomeUntold)))
 		c.row(&t2, "end-state tables differing", c.medians(rp(func(x *result.Replay, _ result.Summary) float64 {
 			if x.EndState == nil {
 				return math.NaN() // not verified

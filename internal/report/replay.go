@@ -105,10 +105,22 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "      kind\tcount\tcaptured\treplayed\tstatement\n")
 		for _, x := range rp.Outcomes {
-			fmt.Fprintf(tw, "      %s\t%d\t%s\t%s\t%s\n", x.Kind, x.Count, state(x.Captured), state(x.Replayed), clip(x.Fingerprint, 70))
+			captured := state(x.Captured)
+			if x.Kind == result.OutcomeUntold {
+				captured = "not in the log"
+			}
+			fmt.Fprintf(tw, "      %s\t%d\t%s\t%s\t%s\n", x.Kind, x.Count, captured, state(x.Replayed), clip(x.Fingerprint, 70))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if n := rp.RolledBackAlike(); n > 0 {
+			fmt.Fprintf(w, "      rolled back alike: %d %s ended otherwise than captured inside transactions that rolled back in the capture and in the replay: they leave nothing, as captured (not divergent)\n",
+				n, plural(n, "statement", "statements"))
+		}
+		if n := rp.Untold(); n > 0 {
+			fmt.Fprintf(w, "      log cannot tell: %d %s failed where the capture records no errors (MySQL's and MariaDB's logs): %s may have failed in the application too (not counted as divergent)\n",
+				n, plural(n, "statement", "statements"), plural(n, "it", "they"))
 		}
 	}
 	if len(rp.SessionDiffs) > 0 {
@@ -165,7 +177,10 @@ func endStateLine(rp *result.Replay) string {
 	case es != nil:
 		return "end state    " + strings.TrimPrefix(es.Summary, "end state: ")
 	case rp.EndStateSkipped != "":
-		return "end state    not verified against " + rp.Verify + ": " + rp.EndStateSkipped
+		return "end state    not verified against " + rp.Verify + ": " + rp.EndStateSkipped + likelyDiffers(rp)
+	}
+	if l := likelyDiffers(rp); l != "" {
+		return "end state    not checked" + l + "; replay onto a copy of the starting state with --verify END.snap to see which rows"
 	}
 	return "end state    not checked: replay onto a copy of the starting state with --verify END.snap " +
 		"(dbparity snapshot at the capture's end) to check that the data ends as the application left it"

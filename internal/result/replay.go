@@ -38,6 +38,19 @@ type Replay struct {
 	// alike, counted the same way in the capture and the replay.
 	CapturedTransactions int64 `json:"captured_transactions"`
 	ReplayedTransactions int64 `json:"replayed_transactions"`
+	// WritesChanged counts the statements that write (and the COMMITs of
+	// transactions that wrote) whose outcome changed against the
+	// capture: without EndState, the end state likely differs after them.
+	// TablesChanged are the tables they wrote (where a statement names
+	// one); FromWire says the capture came from the wire, whose rows
+	// affected the replay compares, so that those are the tables whose
+	// rows may differ. WritesUntold counts the writing statements that
+	// failed where the capture cannot tell whether they failed in the
+	// application (MySQL's and MariaDB's logs record no errors).
+	WritesChanged int64    `json:"writes_changed,omitempty"`
+	TablesChanged []string `json:"tables_changed,omitempty"`
+	WritesUntold  int64    `json:"writes_untold,omitempty"`
+	FromWire      bool     `json:"from_wire,omitempty"`
 	// Admin are the statements skipped because they change the server
 	// (fingerprint: count); --replay-admin sends them.
 	Admin map[string]int64 `json:"admin_skipped,omitempty"`
@@ -79,8 +92,11 @@ type ReplayFingerprint struct {
 
 // ReplayOutcome counts the statements of one fingerprint whose replay
 // ended one way against their capture: "new error", "vanished error",
-// "changed error", "rolled back", "committed", "data not captured"
-// (divergence) or "expected error".
+// "changed error", "rolled back", "committed", "data not captured",
+// "rows differ" (outcome changes); "rolled back alike" (ended otherwise
+// inside a transaction that rolled back in the capture and in the
+// replay: no change), "log cannot tell" (failed where the capture has no
+// errors to compare with) or "expected error".
 type ReplayOutcome struct {
 	Kind        string `json:"kind"`
 	Fingerprint string `json:"fingerprint"`
@@ -104,12 +120,44 @@ type ReplaySessionDiff struct {
 	ReplayedErrors  int64  `json:"replayed_errors"`
 }
 
-// Divergent counts the replayed statements whose outcome differs from
-// the capture's.
+// Outcome kinds that are not a change of outcome.
+const (
+	OutcomeExpected        = "expected error"
+	OutcomeRolledBackAlike = "rolled back alike"
+	OutcomeUntold          = "log cannot tell"
+)
+
+// Changed says whether the outcome is a change against the capture.
+func (o ReplayOutcome) Changed() bool {
+	return o.Kind != OutcomeExpected && o.Kind != OutcomeRolledBackAlike && o.Kind != OutcomeUntold
+}
+
+// Divergent counts the replayed statements whose outcome changed against
+// the capture's: not those that failed otherwise inside a transaction
+// that rolled back as captured (RolledBackAlike), nor those the capture
+// cannot tell (Untold).
 func (r *Replay) Divergent() int64 {
 	var n int64
 	for _, o := range r.Outcomes {
-		if o.Kind != "expected error" {
+		if o.Changed() {
+			n += o.Count
+		}
+	}
+	return n
+}
+
+// RolledBackAlike counts the statements that ended otherwise than
+// captured inside transactions that rolled back in both.
+func (r *Replay) RolledBackAlike() int64 { return r.kind(OutcomeRolledBackAlike) }
+
+// Untold counts the statements that failed where the capture cannot tell
+// whether they failed in the application.
+func (r *Replay) Untold() int64 { return r.kind(OutcomeUntold) }
+
+func (r *Replay) kind(k string) int64 {
+	var n int64
+	for _, o := range r.Outcomes {
+		if o.Kind == k {
 			n += o.Count
 		}
 	}

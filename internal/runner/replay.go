@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -214,7 +215,7 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 	if res != nil {
 		lr.ReplayProgress(res.Replayed, res.Errors, 0)
 		for _, oc := range res.Outcomes {
-			if oc.Kind != "expected error" {
+			if replay.OutcomeChanged(oc.Kind) {
 				lr.Divergent(oc.Kind, oc.Count)
 			}
 		}
@@ -246,7 +247,11 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 			if !o.Filter.Empty() {
 				keep = o.Filter.Keep
 			}
-			if r.Replay.EndState, err = verify(ctx, t, want, causes(c, keep), diverged(r.Replay.Outcomes)); err != nil {
+			db, note := verifyDatabase(ctx, t, c, keep, o.MapDB, want)
+			if note != "" {
+				r.Replay.Notes = append(r.Replay.Notes, note)
+			}
+			if r.Replay.EndState, err = verify(ctx, t, o.Target, db, want, causes(c, keep), diverged(r.Replay.Outcomes)); err != nil {
 				r.Replay.EndStateSkipped = strings.Join(strings.Fields(err.Error()), " ")
 				r.Warnings = append(r.Warnings, fmt.Sprintf("end state not verified: %v", err))
 			}
@@ -441,16 +446,121 @@ func firstN(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// verify compares the target with the expected end state; why names the
-// causes the capture knows of tables that may differ, after the
-// statements of the replay's divergence that wrote each table.
-func verify(ctx context.Context, t *opened, want *snapshot.Snapshot, why map[string]snapshot.Cause, after map[string]string) (*result.EndState, error) {
+// verifyDatabase is the database whose end state --verify compares: the
+// snapshot's (renamed by --map-db) when the capture's sessions wrote it
+// (connected to it, created it, or changed to it), or when the target
+// names none; else "", the target's own. A workload that creates its own
+// database runs against a target whose database exists before it (the
+// server's), and its end state is in the database it made. note says
+// which other databases the capture used, which the snapshot (of one
+// database) does not hold.
+func verifyDatabase(ctx context.Context, t *opened, c *capture.Capture, keep func(*capture.Session) bool, mapDB map[string]string,
+	want *snapshot.Snapshot) (db, note string) {
+	used := map[string]bool{}
+	mysql := c.Engine == capture.EngineMySQL
+	seen := map[int]bool{}
+	for i := range c.Sessions {
+		s := &c.Sessions[i]
+		if keep != nil && !keep(s) {
+			continue
+		}
+		if s.Database != "" {
+			used[mappedName(mapDB, s.Database)] = true
+		}
+		for _, st := range s.Statements {
+			if seen[st.Text] {
+				continue
+			}
+			seen[st.Text] = true
+			if verb, name, _, _ := capture.Database(c.Texts[st.Text], mysql); name != "" && verb != "DROP" {
+				used[mappedName(mapDB, name)] = true
+			}
+		}
+	}
+	wantDB := mappedName(mapDB, want.Database)
+	own := targetDatabase(ctx, t)
+	if wantDB != "" && wantDB != own && (used[wantDB] || own == "") {
+		db = wantDB
+	}
+	compared := cmp.Or(db, own)
+	var others []string
+	for name := range used {
+		if name != compared {
+			others = append(others, name)
+		}
+	}
+	if len(others) > 0 {
+		sort.Strings(others)
+		note = fmt.Sprintf("the capture's sessions also used %s: --verify compared %s, the database its snapshot holds (a snapshot reads one database)",
+			strings.Join(others, ", "), compared)
+	}
+	return db, note
+}
+
+// targetDatabase is the database the target connects to, "" when it
+// names none or cannot be read.
+func targetDatabase(ctx context.Context, t *opened) string {
 	c, err := t.ConnectCollector(ctx, snapshotApp)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	q := "SELECT current_database()"
+	if t.Dialect == engine.MySQL {
+		q = "SELECT coalesce(database(), '')"
+	}
+	var name string
+	if c.QueryRow(ctx, q).Scan(&name) != nil {
+		return ""
+	}
+	return name
+}
+
+// inDatabase opens the target's server with another database: its URL
+// (or keyword/value string) with that database in place of its own.
+func inDatabase(t *opened, tg Target, db string) (*engine.Target, error) {
+	raw := tg.URL
+	if t.managed != nil {
+		raw = t.managed.URL()
+	}
+	if !strings.Contains(raw, "://") {
+		raw += " dbname='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(db) + "'"
+	} else {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("the end state of database %s: %w", db, err)
+		}
+		u.Path, u.RawPath = "/"+db, ""
+		raw = u.String()
+	}
+	other, err := engine.Open(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the end state of database %s: %w", db, err)
+	}
+	other.ConnectTimeout = t.ConnectTimeout
+	return other, nil
+}
+
+// verify compares the target (or its database db, when not "") with the
+// expected end state; why names the causes the capture knows of tables
+// that may differ, after the statements of the replay's divergence that
+// wrote each table.
+func verify(ctx context.Context, t *opened, tg Target, db string, want *snapshot.Snapshot, why map[string]snapshot.Cause, after map[string]string) (*result.EndState, error) {
+	target := t.Target
+	if db != "" {
+		other, err := inDatabase(t, tg, db)
+		if err != nil {
+			return nil, err
+		}
+		defer other.Close()
+		target = other
+	}
+	c, err := target.ConnectCollector(ctx, snapshotApp)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	got, err := snapshot.Take(ctx, c, t.Dialect, t.URL)
+	got, err := snapshot.Take(ctx, c, target.Dialect, target.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -575,7 +685,8 @@ func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *r
 		SessionsFiltered: res.SessionsFiltered, Statements: res.Statements, Replayed: res.Replayed, OK: res.OK, RowsCompared: res.RowsCompared,
 		Errors: res.Errors, NotReplayed: res.NotReplayed, CapturedCommits: res.CapturedCommits,
 		ReplayedCommits: res.ReplayedCommits, CapturedTransactions: res.CapturedTransactions,
-		ReplayedTransactions: res.ReplayedTransactions, Notes: res.Notes, Literals: o.Literals}
+		ReplayedTransactions: res.ReplayedTransactions, Notes: res.Notes, Literals: o.Literals,
+		WritesChanged: res.WritesChanged, TablesChanged: res.TablesChanged, WritesUntold: res.WritesUntold, FromWire: res.FromWire}
 	if len(res.Admin) > 0 {
 		rp.Admin = res.Admin
 	}

@@ -219,7 +219,11 @@ func (m *monitor) check(ctx context.Context, now time.Time) (hot bool) {
 	for _, w := range waits {
 		if d := now.Sub(w.since); d >= limit {
 			stalled++
-			m.stall(now, w.s, w.i, d, "synchronisation", "the statements of sessions "+m.names(w.on))
+			what := "the statements of sessions " + m.names(w.on)
+			if w.creator >= 0 {
+				what = fmt.Sprintf("session %d's statement that creates its database, to connect", w.creator)
+			}
+			m.stall(now, w.s, w.i, d, "synchronisation", what)
 		}
 	}
 	m.mu.Lock()

@@ -5,12 +5,16 @@
 // fast as possible), with their bind parameters and prepared statements as
 // captured. A statement waits for the commits of other sessions that
 // completed before it started in the capture (SyncCommit), or for every
-// statement that ended before it (SyncStatement); a monitor breaks, as
-// soon as it forms, a cycle of such waits with the server's lock waits,
-// and reports what stalls. It times every statement, compares each outcome
-// with the captured one (the same error, a new one, one that vanished, the
-// data the log did not hold) and records how far it fell behind its
-// schedule and how long it waited for the others.
+// statement that ended before it (SyncStatement), and in every mode for
+// the DDL captured before it (a session, before it connects, for the
+// statement that creates its database); a monitor breaks, as soon as it
+// forms, a cycle of such waits with the server's lock waits, and reports
+// what stalls. It times every statement, compares each outcome with the
+// captured one (the same error, a new one, one that vanished, the data
+// the log did not hold; apart, those that ended otherwise inside a
+// transaction that rolled back as captured, and failures a log without
+// errors cannot tell) and records how far it fell behind its schedule and
+// how long it waited for the others.
 //
 // Unlike the generated workloads it is not driven by package driver:
 // sessions come and go on the capture's schedule instead of running for a
@@ -22,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,17 +124,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 // play is one replay in progress.
 type play struct {
-	o    Options
-	c    *capture.Capture
-	fps  []int // fingerprint index of each capture text
-	rec  *recorder
-	sync *syncer // nil with SyncNone
+	o   Options
+	c   *capture.Capture
+	fps []int // fingerprint index of each capture text
+	rec *recorder
+	// sync orders the sessions: by commits or statements as o.Sync says,
+	// and by DDL in every mode (with SyncNone by DDL alone; nil when the
+	// capture holds none).
+	sync *syncer
 	live *liveState
 	keep []bool // the sessions the filters keep
 	// why is, per capture text, why it is not sent as captured: ""
 	// (sent), or a reason to skip it, or capture.NoCopyData (sent empty).
 	why   []string
 	kinds []int // txKindOf of each capture text
+	// sql is each capture text as sent: the text, or with the database
+	// it names renamed by MapDB (USE, CREATE and DROP DATABASE).
+	sql   []string
 	start time.Time
 }
 
@@ -148,16 +160,37 @@ func newPlay(o Options) *play {
 		p.fps = append(p.fps, i)
 		p.why = append(p.why, p.reason(text))
 		p.kinds = append(p.kinds, txKindOf(text))
+		p.sql = append(p.sql, renameDatabase(text, c.Engine == capture.EngineMySQL, o.MapDB))
 	}
 	for i := range c.Sessions {
 		p.keep[i] = o.Keep == nil || o.Keep(&c.Sessions[i])
 	}
 	p.rec = newRecorder(c, fps, p.fps, p.kinds, p.keep, p.why, o.Literals)
-	if o.Sync != SyncNone {
+	if o.Sync != SyncNone || slices.ContainsFunc(c.Texts, capture.DDL) {
 		p.sync = newSyncer(c, o.Sync)
 		p.sync.added = make(chan struct{}, 1)
 	}
 	return p
+}
+
+// renameDatabase writes, in a statement that names a whole database (USE,
+// CREATE or DROP DATABASE), the name MapDB gives it: the replay's
+// sessions connect to the renamed database, and a workload that makes
+// its own makes (and drops) the renamed one, never the captured one.
+func renameDatabase(text string, mysql bool, m map[string]string) string {
+	if len(m) == 0 {
+		return text
+	}
+	_, name, at, end := capture.Database(text, mysql)
+	to, ok := m[name]
+	if name == "" || !ok || to == name {
+		return text
+	}
+	q := "\""
+	if mysql {
+		q = "`"
+	}
+	return text[:at] + q + strings.ReplaceAll(to, q, q+q) + q + text[end:]
 }
 
 // Reasons a statement is not sent.
@@ -273,6 +306,9 @@ loop:
 // session replays captured session i.
 func (p *play) session(ctx context.Context, i int) {
 	s := &p.c.Sessions[i]
+	// Outcomes held for a block still open are settled: the server rolls
+	// the block back as the connection closes.
+	defer func() { p.rec.sessionDone(i, ctx.Err() != nil) }()
 	// Statements not reached are counted, and complete for the others.
 	next, why := 0, skipStopped
 	defer func() {
@@ -287,6 +323,13 @@ func (p *play) session(ctx context.Context, i int) {
 	app := s.Application
 	if app == "" {
 		app = "dbparity-replay"
+	}
+	// A database the capture creates exists once its statement is done.
+	if p.sync != nil && p.sync.connEvt[i] >= 0 {
+		p.live.syncing(i, 0)
+		if _, ok := p.sync.waitConnect(ctx, i); !ok {
+			return
+		}
 	}
 	conn, err := p.o.Connect(ctx, user, db, app)
 	var ce *engine.ConnectError
@@ -361,7 +404,7 @@ func (p *play) session(ctx context.Context, i int) {
 		if p.sync != nil {
 			p.sync.issued(i, next)
 		}
-		text := p.c.Texts[st.Text]
+		text := p.sql[st.Text]
 		types := p.o.Types[st.Text]
 		var tag string
 		var err error
@@ -439,7 +482,7 @@ func (p *play) batchFrom(conn engine.ReplayConn, s, i int, inBlock bool) []int {
 		case j > i && (!p.at(st.Offset).Before(time.Now()) || (p.sync != nil && !p.sync.ready(s, j))):
 			return out
 		}
-		ok, last := conn.Batchable(st.Prepared, p.c.Texts[st.Text], st.Extended || st.Prepared != "")
+		ok, last := conn.Batchable(st.Prepared, p.sql[st.Text], st.Extended || st.Prepared != "")
 		if !ok {
 			return out
 		}
@@ -464,7 +507,7 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 	batch := make([]engine.BatchStatement, len(idx))
 	for k, j := range idx {
 		st := &sts[j]
-		batch[k] = engine.BatchStatement{Name: st.Prepared, SQL: p.c.Texts[st.Text], Params: st.Params, Types: p.o.Types[st.Text]}
+		batch[k] = engine.BatchStatement{Name: st.Prepared, SQL: p.sql[st.Text], Params: st.Params, Types: p.o.Types[st.Text]}
 	}
 	// Each statement counts as sent once the one before it is answered:
 	// what others wait to see sent (a COMMIT, so that they queue behind

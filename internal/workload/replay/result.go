@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -51,6 +52,16 @@ type Result struct {
 	// autocommit statements included, the same way on both sides.
 	CapturedCommits, ReplayedCommits           int64
 	CapturedTransactions, ReplayedTransactions int64
+	// WritesChanged counts the statements that write (and the COMMITs of
+	// transactions that wrote) whose outcome changed: the end state
+	// likely differs after them. TablesChanged are the tables they wrote,
+	// where the statement names one. WritesUntold counts the writing
+	// statements that failed where the capture cannot tell whether they
+	// failed in the application (ErrorsKnown false).
+	WritesChanged, WritesUntold int64
+	TablesChanged               []string
+	// FromWire: the capture came from the wire (rows affected known).
+	FromWire bool
 	// Admin lists the statements skipped because they change the server
 	// (fingerprint: count).
 	Admin       map[string]int64
@@ -92,19 +103,40 @@ const (
 	// RowsDiffer: succeeded in both, with another count of rows affected
 	// or returned than the capture's (wire captures keep them).
 	RowsDiffer = "rows differ"
+	// RolledBackAlike: a statement that ended otherwise than captured (a
+	// new, changed or vanished error, other rows) inside a transaction
+	// that rolled back in the capture and rolls back in the replay: the
+	// transaction ends as captured, leaving nothing, so its outcome did
+	// not change.
+	RolledBackAlike = "rolled back alike"
+	// Untold: failed in the replay where the capture cannot tell whether
+	// it failed in the application (MySQL's and MariaDB's logs record no
+	// errors).
+	Untold = "log cannot tell"
 )
 
 // kindRank orders outcomes: divergence first, the expected last.
-var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, RowsDiffer: 3, NoData: 4, Vanished: 5, Committed: 6, Expected: 7}
+var kindRank = map[string]int{New: 0, Changed: 1, RolledBack: 2, RowsDiffer: 3, NoData: 4, Vanished: 5, Committed: 6,
+	Untold: 7, RolledBackAlike: 8, Expected: 9}
+
+// OutcomeChanged says whether an outcome kind is a change of outcome
+// against the capture: not an expected error, nor one inside a
+// transaction that ended as captured, nor one the capture cannot tell.
+func OutcomeChanged(kind string) bool {
+	return kind != Expected && kind != RolledBackAlike && kind != Untold
+}
 
 // Outcome counts statements of one fingerprint that ended one way.
 type Outcome struct {
 	Kind        string
 	Fingerprint string
-	Captured    string // SQLSTATE in the capture ("" none, "?" unknown: the log did not carry it)
-	Replayed    string // SQLSTATE in the replay ("" none)
-	Count       int64
-	Message     string // the first replay error's message, or the capture's for a vanished error
+	// Captured is the SQLSTATE in the capture ("" none, "?" unknown: the
+	// log did not carry it; for Untold, "" as the log says, which cannot
+	// tell).
+	Captured string
+	Replayed string // SQLSTATE in the replay ("" none)
+	Count    int64
+	Message  string // the first replay error's message, or the capture's for a vanished error
 }
 
 // SessionDiff is a session whose replay differs from its capture in
@@ -128,16 +160,42 @@ type recorder struct {
 	// capRolledBack marks the captured COMMITs whose transaction had
 	// failed: the server answered ROLLBACK.
 	capRolledBack map[[2]int]bool
-	repTx         []txState // each session's blocks in the replay
-	keep          []bool    // the sessions the filters keep
-	res           Result
-	iv            metrics.Interval
-	ivHist        *metrics.Histogram
-	last          time.Time
-	runStart      time.Time
-	active        int
-	lastLag       time.Duration
-	issued        int64
+	// capBlockRB marks the statements of the transaction blocks that
+	// rolled back in the capture (ROLLBACK, a COMMIT answered ROLLBACK,
+	// a session that ended inside its block).
+	capBlockRB map[[2]int]bool
+	repTx      []txState // each session's blocks in the replay
+	// pend holds, per session, the outcomes of its replay's open block:
+	// they count once the block ends, apart when it rolled back as its
+	// capture did (RolledBackAlike). blockWrote: the block wrote, in
+	// the capture, and where (a COMMIT whose outcome changed changed
+	// those writes).
+	pend        [][]pending
+	lastStmt    []int // each session's last statement recorded
+	blockWrote  []bool
+	blockTables [][]string
+	// writes and table are capture.Writes and capture.WrittenTable of
+	// each capture text.
+	writes      []bool
+	table       []string
+	errorsKnown bool
+	tables      map[string]bool // TablesChanged
+	keep        []bool          // the sessions the filters keep
+	res         Result
+	iv          metrics.Interval
+	ivHist      *metrics.Histogram
+	last        time.Time
+	runStart    time.Time
+	active      int
+	lastLag     time.Duration
+	issued      int64
+}
+
+// pending is an outcome held until its transaction block ends.
+type pending struct {
+	kind, fp, want, got, msg string
+	writes                   bool // the statement (or the COMMIT's block) wrote
+	tables                   []string
 }
 
 type sessionCount struct {
@@ -150,8 +208,17 @@ type sessionCount struct {
 // user) count on neither side.
 func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []bool, why []string, literals bool) *recorder {
 	r := &recorder{fpOf: fpOf, kinds: kinds, outcomes: map[[4]string]*Outcome{}, ivHist: metrics.NewHistogram(),
-		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}, repTx: make([]txState, len(c.Sessions)),
-		keep: keep}
+		sessions: make([]sessionCount, len(c.Sessions)), capRolledBack: map[[2]int]bool{}, capBlockRB: map[[2]int]bool{},
+		repTx: make([]txState, len(c.Sessions)), pend: make([][]pending, len(c.Sessions)), lastStmt: make([]int, len(c.Sessions)),
+		blockWrote: make([]bool, len(c.Sessions)), blockTables: make([][]string, len(c.Sessions)),
+		writes: make([]bool, len(c.Texts)), table: make([]string, len(c.Texts)), errorsKnown: c.ErrorsKnown(),
+		tables: map[string]bool{}, keep: keep}
+	for i, text := range c.Texts {
+		r.writes[i] = capture.Writes(text)
+		if r.writes[i] {
+			r.table[i] = capture.WrittenTable(text)
+		}
+	}
 	for _, f := range fps {
 		r.fps = append(r.fps, Fingerprint{Text: f, Capture: metrics.NewHistogram(), Replay: metrics.NewHistogram(),
 			SyncWait: metrics.NewHistogram()})
@@ -166,6 +233,12 @@ func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []boo
 		}
 		r.res.Sessions++
 		var tx txState
+		var block []int // the statements of the open block
+		rolledBackBlock := func() {
+			for _, k := range block {
+				r.capBlockRB[[2]int{si, k}] = true
+			}
+		}
 		for i, st := range s.Statements {
 			text := c.Texts[st.Text]
 			f := &r.fps[fpOf[st.Text]]
@@ -178,7 +251,17 @@ func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []boo
 			}
 			sc := &r.sessions[si]
 			kind := kinds[st.Text]
+			wasIn := tx.inBlock
 			committed, rolledBack := tx.step(kind, st.Error != nil, "")
+			if wasIn || tx.inBlock {
+				block = append(block, i)
+			}
+			if wasIn && !tx.inBlock {
+				if kind == txRollback || rolledBack {
+					rolledBackBlock()
+				}
+				block = block[:0]
+			}
 			if committed {
 				sc.txCapture++
 				if kind == txCommit {
@@ -197,6 +280,9 @@ func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []boo
 			if st.Duration > 0 {
 				f.Capture.Record(st.Duration)
 			}
+		}
+		if tx.inBlock {
+			rolledBackBlock() // ended by the disconnection
 		}
 	}
 	return r
@@ -267,6 +353,8 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		}
 	}
 	kind := r.kinds[st.Text]
+	r.lastStmt[s] = i
+	wasIn := r.repTx[s].inBlock
 	committed, repRB := r.repTx[s].step(kind, engine.AbortsTransaction(err), tag)
 	if committed {
 		sc.txReplay++
@@ -292,7 +380,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 		}
 	}
 	capRB := r.capRolledBack[[2]int{s, i}]
-	outcome := ""
+	outcome, msg := "", ""
 	switch {
 	case how == capture.NoCopyData:
 		outcome = NoData
@@ -305,10 +393,12 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 			if n, ok := capture.TagRows(tag); ok {
 				r.res.RowsCompared++
 				if n != *st.Rows {
-					r.outcome(RowsDiffer, f.Text, "", "", fmt.Sprintf("captured %d rows, replayed %d", *st.Rows, n))
+					outcome, msg = RowsDiffer, fmt.Sprintf("captured %d rows, replayed %d", *st.Rows, n)
 				}
 			}
 		}
+	case want == "" && !r.errorsKnown:
+		outcome = Untold
 	case want == "":
 		outcome = New
 	case got == "":
@@ -318,11 +408,8 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 	default:
 		outcome = Changed
 	}
-	if outcome == "" {
-		return
-	}
-	msg := ""
 	switch {
+	case msg != "":
 	case outcome == NoData:
 		msg = how
 	case err != nil:
@@ -330,7 +417,86 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 	case st.Error != nil:
 		msg = st.Error.Message
 	}
-	r.outcome(outcome, f.Text, want, got, msg)
+	inBlock := r.repTx[s].inBlock
+	// What the capture's block wrote, for its COMMIT.
+	if wasIn || inBlock {
+		if !wasIn {
+			r.blockWrote[s], r.blockTables[s] = false, nil
+		}
+		if r.writes[st.Text] {
+			r.blockWrote[s] = true
+			if t := r.table[st.Text]; t != "" && !slices.Contains(r.blockTables[s], t) {
+				r.blockTables[s] = append(r.blockTables[s], t)
+			}
+		}
+	}
+	if outcome != "" && outcome != Expected {
+		p := pending{kind: outcome, fp: f.Text, want: want, got: got, msg: msg, writes: r.writes[st.Text]}
+		if t := r.table[st.Text]; t != "" {
+			p.tables = []string{t}
+		}
+		if kind == txCommit && (outcome == RolledBack || outcome == Committed) {
+			p.writes, p.tables = r.blockWrote[s], r.blockTables[s]
+		}
+		if wasIn || inBlock {
+			r.pend[s] = append(r.pend[s], p)
+		} else {
+			r.count(p, false)
+		}
+	} else if outcome == Expected {
+		r.outcome(outcome, f.Text, want, got, msg)
+	}
+	if wasIn && !inBlock {
+		// The block ended: its outcomes changed nothing when it rolled
+		// back, as it did in the capture.
+		r.settle(s, (kind == txRollback || repRB) && r.capBlockRB[[2]int{s, i}])
+	}
+}
+
+// settle counts session s's pending outcomes, as RolledBackAlike when
+// their transaction ended as captured, rolled back; call with mu held.
+func (r *recorder) settle(s int, alike bool) {
+	for _, p := range r.pend[s] {
+		r.count(p, alike)
+	}
+	r.pend[s] = r.pend[s][:0]
+}
+
+// count counts one outcome; call with mu held.
+func (r *recorder) count(p pending, alike bool) {
+	if alike {
+		r.outcome(RolledBackAlike, p.fp, p.want, p.got, p.msg)
+		return
+	}
+	r.outcome(p.kind, p.fp, p.want, p.got, p.msg)
+	switch {
+	case !p.writes:
+	case p.kind == Untold:
+		r.res.WritesUntold++
+	case OutcomeChanged(p.kind):
+		r.res.WritesChanged++
+		for _, t := range p.tables {
+			r.tables[t] = true
+		}
+	}
+}
+
+// sessionDone settles session s's outcomes still pending when it ends:
+// its connection closed inside a block, which the server rolls back, as
+// it did in the capture when the capture's block never ended either; a
+// replay stopped before counts them as they are.
+func (r *recorder) sessionDone(s int, stopped bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pend[s]) == 0 {
+		return
+	}
+	alike := false
+	if !stopped && r.repTx[s].inBlock {
+		// The last statement sent decides: its capture's block rolled back.
+		alike = r.capBlockRB[[2]int{s, r.lastStmt[s]}]
+	}
+	r.settle(s, alike)
 }
 
 // outcome counts one statement that ended a way worth reporting; call
@@ -385,8 +551,17 @@ func (r *recorder) tick(now time.Time) (Progress, metrics.Interval) {
 func (r *recorder) result(c *capture.Capture, o Options, start, end time.Time) *Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for s := range r.pend {
+		r.settle(s, false) // a session that never ended (it cannot: each settles as it ends)
+	}
 	res := r.res
 	res.Start, res.End = start, end
+	res.FromWire = c.FromWire()
+	res.TablesChanged = nil
+	for t := range r.tables {
+		res.TablesChanged = append(res.TablesChanged, t)
+	}
+	sort.Strings(res.TablesChanged)
 	res.CaptureSeconds, res.ReplaySeconds = c.End.Sub(c.Start).Seconds(), end.Sub(start).Seconds()
 	res.Speed, res.Sync = o.Speed, o.Sync
 	res.Fingerprints = append([]Fingerprint(nil), r.fps...)

@@ -61,6 +61,9 @@ type syncer struct {
 	writer [][]bool
 	// added, when set, is told (without blocking) of each new waiter.
 	added chan struct{}
+	// connEvt is, per session, the place of the event that creates its
+	// database, which it waits for before it connects; -1 for none.
+	connEvt []int
 }
 
 type stmtRef struct{ s, i int }
@@ -70,6 +73,7 @@ type stmtRef struct{ s, i int }
 type waiter struct {
 	s, i           int
 	need, needSent int
+	evt            int // an event it waits for besides (connecting: its database's creation), -1 none
 	since          time.Time
 	ch             chan struct{} // closed when it may go
 	release        bool          // let go by the cycle breaker, not by the prefix
@@ -125,12 +129,23 @@ func commitPoints(c *capture.Capture, t texts) [][]bool {
 type texts struct {
 	kind   []int  // txKindOf
 	writes []bool // capture.Writes
+	ddl    []bool // capture.DDL
+	// creates is the database a CREATE DATABASE (MySQL's CREATE SCHEMA
+	// too) makes, "" for other texts.
+	creates []string
 }
 
 func classify(c *capture.Capture) texts {
-	t := texts{kind: make([]int, len(c.Texts)), writes: make([]bool, len(c.Texts))}
+	n := len(c.Texts)
+	t := texts{kind: make([]int, n), writes: make([]bool, n), ddl: make([]bool, n), creates: make([]string, n)}
+	mysql := c.Engine == capture.EngineMySQL
 	for i, text := range c.Texts {
-		t.kind[i], t.writes[i] = txKindOf(text), capture.Writes(text)
+		t.kind[i], t.writes[i], t.ddl[i] = txKindOf(text), capture.Writes(text), capture.DDL(text)
+		if t.ddl[i] {
+			if verb, name, _, _ := capture.Database(text, mysql); verb == "CREATE" {
+				t.creates[i] = name
+			}
+		}
 	}
 	return t
 }
@@ -149,12 +164,18 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	classes := classify(c)
 	// Commit order follows the log's order where the capture has it;
 	// statement order keeps its times.
-	bySeq := mode == SyncCommit
+	bySeq := mode == SyncCommit || mode == SyncNone
 	// (Only where the log gives the line order: the writers are ordered
 	// by it.)
 	start := mode == SyncCommit && startLogged(c) && sequenced(c)
-	if mode == SyncCommit {
+	switch mode {
+	case SyncCommit:
 		points = commitPoints(c, classes)
+	case SyncNone:
+		points = make([][]bool, len(c.Sessions))
+		for s, ss := range c.Sessions {
+			points[s] = make([]bool, len(ss.Statements))
+		}
 	}
 	if start {
 		// A log written as statements arrive orders the writers too: each
@@ -166,6 +187,17 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 				if classes.writes[st.Text] && classes.kind[st.Text] == txOther {
 					points[s][i] = true
 				}
+			}
+		}
+	}
+	// DDL is an event in every mode: a statement waits for the DDL
+	// captured before it (ddlNeed), and a session for the statement that
+	// creates its database (connEvt).
+	ddl := ddlEvents(c, classes)
+	if points != nil {
+		for s, ss := range c.Sessions {
+			for i := range ss.Statements {
+				points[s][i] = points[s][i] || ddl[s][i]
 			}
 		}
 	}
@@ -225,6 +257,8 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 			}
 		}
 	}
+	ddlNeed := ddlPrefix(c, ddl, y.pos)
+	y.connEvt = connEvents(c, classes, y.pos)
 	// Synchronisation alone never waits in a circle: a statement waits
 	// only for events placed before its own session's next event, so
 	// along any chain of waits the places fall.
@@ -237,11 +271,17 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 				next = y.pos[s][i]
 			}
 			st := ss.Statements[i]
-			if mode != SyncCommit {
+			// The DDL captured before it, whatever the mode.
+			ddl := min(ddlNeed(st), next)
+			switch mode {
+			case SyncNone:
+				y.need[s][i], y.needSent[s][i] = ddl, ddl
+				continue
+			case SyncStatement:
 				// Every statement that ended by this one's start, by time:
 				// strictly before it, so that statements the log stamps
 				// alike stay concurrent, as they may have been.
-				n := min(prefix(endKey{at: st.Offset}), next)
+				n := max(min(prefix(endKey{at: st.Offset}), next), ddl)
 				y.need[s][i], y.needSent[s][i] = n, n
 				continue
 			}
@@ -290,8 +330,8 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 				}
 				done = max(done, prefix(endKey{at: st.Offset}))
 			}
-			y.needSent[s][i] = min(sent, next)
-			y.need[s][i] = min(done, sent, next)
+			y.need[s][i] = max(min(done, sent, next), ddl)
+			y.needSent[s][i] = max(min(sent, next), y.need[s][i])
 		}
 	}
 	y.done, y.sent = make([]bool, len(all)), make([]bool, len(all))
@@ -377,7 +417,7 @@ func (y *syncer) mark(s, i int, done bool) {
 		y.prefixSent++
 	}
 	for w := range y.waiters {
-		if w.need <= y.prefix && w.needSent <= y.prefixSent {
+		if w.need <= y.prefix && w.needSent <= y.prefixSent && (w.evt < 0 || y.done[w.evt]) {
 			close(w.ch)
 			delete(y.waiters, w)
 		}
@@ -408,9 +448,15 @@ func (y *syncer) wait(ctx context.Context, s, i int) (time.Duration, bool) {
 		y.mu.Unlock()
 		return 0, ctx.Err() == nil
 	}
-	w := &waiter{s: s, i: i, need: need, needSent: needSent, since: time.Now(), ch: make(chan struct{})}
+	w := &waiter{s: s, i: i, need: need, needSent: needSent, evt: -1, since: time.Now(), ch: make(chan struct{})}
 	y.waiters[w] = true
 	y.mu.Unlock()
+	return y.await(ctx, w)
+}
+
+// await waits for w, registered, to be let go: false when ctx ends
+// first. It returns how long it waited.
+func (y *syncer) await(ctx context.Context, w *waiter) (time.Duration, bool) {
 	if y.added != nil {
 		select {
 		case y.added <- struct{}{}:
@@ -434,6 +480,9 @@ type waiting struct {
 	s, i  int
 	since time.Time
 	on    []int // sessions
+	// creator is, for a session waiting to connect, the session whose
+	// statement creates its database; -1 otherwise.
+	creator int
 }
 
 // waitCount says how many sessions wait, and since when the oldest.
@@ -478,7 +527,11 @@ func (y *syncer) blocked() []waiting {
 				on = append(on, s)
 			}
 		}
-		out = append(out, waiting{s: w.s, i: w.i, since: w.since, on: on[:len(on):len(on)]})
+		wt := waiting{s: w.s, i: w.i, since: w.since, on: on[:len(on):len(on)], creator: -1}
+		if w.evt >= 0 {
+			wt.creator = y.owner[w.evt].s
+		}
+		out = append(out, wt)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].since.Before(out[b].since) })
 	return out
