@@ -12,6 +12,7 @@ import (
 // loaded there), and both sides measured. A setting PostgreSQL does not
 // know, on either side, is refused before the first round.
 func TestABSlicedManaged(t *testing.T) {
+	t.Parallel()
 	data := managedDataDir(t)
 	dir := filepath.Dir(data)
 	run := func(args ...string) (int, string, string) {
@@ -44,6 +45,7 @@ func TestABSlicedManaged(t *testing.T) {
 
 // run --help shows every workload's flags, not only the chosen one's.
 func TestHelpShowsEveryWorkload(t *testing.T) {
+	t.Parallel()
 	code, out, _ := dbparity(t, t.TempDir(), "run", "--help")
 	if code != 0 || !strings.Contains(out, "flags of --workload slob") || !strings.Contains(out, "-scale") || !strings.Contains(out, "-warehouses") {
 		t.Errorf("run --help: exit %d, want order-entry's and slob's flags:\n%s", code, out)

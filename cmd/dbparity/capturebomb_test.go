@@ -43,6 +43,7 @@ func gzipMembers(t *testing.T, path, head string, chunk []byte, n int, tail stri
 // (the process's peak RSS is checked) and before any connection (the
 // target does not exist).
 func TestReplayRefusesHostileCapture(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const head = `{"format":"dbparity.capture/1","sources":["x"],"start":"2024-05-20T10:00:00Z","end":"2024-05-20T10:00:01Z",`
 	// 3 GiB of a JSON string in 3 MB of gzip, as in issue 46.

@@ -48,6 +48,7 @@ func anchors(t *testing.T, path string) map[string]bool {
 // Every relative link in README.md, docs/ and the benches' READMEs
 // resolves: the file exists, and a #anchor names one of its headings.
 func TestDocLinks(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..")
 	files := []string{filepath.Join(root, "README.md")}
 	for _, glob := range []string{"docs/*.md", "bench/*/README.md"} {
@@ -140,6 +141,7 @@ func readmeCommands(t *testing.T) [][]string {
 // values are of their kinds (each is run with --help appended, which
 // stops it after its flags are read).
 func TestReadmeCommandsParse(t *testing.T) {
+	t.Parallel()
 	cmds := readmeCommands(t)
 	if len(cmds) < 12 {
 		t.Fatalf("%d dbparity commands found in the README", len(cmds))

@@ -19,6 +19,7 @@ import (
 // naming the flag. The kernel still accepts the socket; only the
 // server's handshake never comes.
 func TestFrozenBeforeStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	logs, _ := filepath.Glob(filepath.Join(root, "internal", "capture", "testdata", "run1", "*.csv*"))

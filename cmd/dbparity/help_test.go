@@ -42,6 +42,7 @@ var (
 // examples of the command; run, ab and sweep also with another workload
 // chosen, and through dbparity help COMMAND.
 func TestHelpEveryCommand(t *testing.T) {
+	t.Parallel()
 	var cases [][]string
 	for _, c := range commands {
 		cases = append(cases, []string{c.name, "--help"})
@@ -125,6 +126,7 @@ func TestHelpEveryCommand(t *testing.T) {
 // (--html, as compare's); a path it cannot be written to, or that must
 // not be replaced, is refused before any run, exit 2.
 func TestABSweepHTML(t *testing.T) {
+	t.Parallel()
 	dir := loadedDir(t) // order-entry, 1 warehouse, in the default SQLite database
 	db := "sqlite://dbparity-data/dbparity.db"
 	short := []string{"--duration", "1s", "--warmup", "0s"}

@@ -26,6 +26,7 @@ import (
 // A count too large for any number type is too large, not "not a whole
 // number", and the message gives the limit; so is one above the limit.
 func TestCountTooLarge(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, users := range []string{"99999999999999999999", "1000001"} {
 		code, _, stderr := dbparity(t, dir, "run", "--users", users)
@@ -43,6 +44,7 @@ func TestCountTooLarge(t *testing.T) {
 // naming the file and chmod 600, as ssh refuses such a key (before: the
 // proxy started with it); one readable by its owner only is taken.
 func TestTLSKeyReadableByOthers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -146,6 +148,7 @@ func interruptAt(t *testing.T, dir, marker string, n int, pause time.Duration, a
 // nothing is written (and it stops at once, even when the log is a pipe
 // that never ends: before, it went on reading).
 func TestInterruptSaysWhatIsKept(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run := "what was measured is written"
 
@@ -204,6 +207,7 @@ func TestInterruptSaysWhatIsKept(t *testing.T) {
 // (before: exit 2 on it, "a failed run"); --force compares it too; with
 // fewer than two complete runs left, exit 2 saying so.
 func TestCompareLeavesOutInterrupted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if code, _, stderr := dbparity(t, dir, "load", "--target", "sqlite://a.db"); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -265,6 +269,7 @@ func TestCompareLeavesOutInterrupted(t *testing.T) {
 // messages and in the result (its recorded command line), where either
 // may hold a credential: the exporter alone is sent them.
 func TestMetricsURLShownWithoutQuery(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if code, _, stderr := dbparity(t, dir, "load", "--target", "sqlite://oe.db"); code != 0 {
 		t.Fatalf("load: %s", stderr)

@@ -26,6 +26,7 @@ import (
 // a node_exporter across one. (hosts_test.go gives the server a host of
 // its own.)
 func TestRoundTripsAcrossALink(t *testing.T) {
+	t.Parallel()
 	pgData := managedDataDir(t)
 	inst, err := managed.Start(context.Background(), managed.Options{DataDir: pgData, Loopback: true,
 		Settings: []string{"fsync=off", "autovacuum=off"}})
@@ -81,9 +82,12 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 		t.Errorf("round trip across the link %.3f ms, below its %v each way", rt, oneWay)
 	}
 	// Order-entry's transactions take several round trips: across the
-	// link they are most of a transaction's time.
-	if s := far.Summarize(); s.RoundTripsPerTx < 2 || s.RoundTripShare < 0.5 {
-		t.Errorf("across the link: %.1f round trips per transaction, %.0f%% of its time", s.RoundTripsPerTx, 100*s.RoundTripShare)
+	// link each costs the link's round trip at least, and the share of a
+	// transaction's time they take grows (on a quiet machine to most of
+	// it; with the suite beside, 36%: the server's part grows too).
+	if s, n := far.Summarize(), near.Summarize(); s.RoundTripsPerTx < 2 || s.RoundTripShare <= n.RoundTripShare ||
+		s.RoundTripShare < s.RoundTripsPerTx*2*oneWay.Seconds()*1000/meanMs(far)*0.99 {
+		t.Errorf("across the link: %.1f round trips per transaction, %.0f%% of its time (%.0f%% near), mean %.2f ms", s.RoundTripsPerTx, 100*s.RoundTripShare, 100*n.RoundTripShare, meanMs(far))
 	}
 	for _, r := range []*result.Run{near, far} {
 		s := r.Summarize()
@@ -146,4 +150,18 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// meanMs is a run's mean transaction latency over every type.
+func meanMs(r *result.Run) float64 {
+	var n int64
+	var sum float64
+	for _, tx := range r.Transactions {
+		n += tx.Latency.Count
+		sum += float64(tx.Latency.Count) * tx.Latency.MeanMs
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }

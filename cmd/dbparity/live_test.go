@@ -61,6 +61,7 @@ func committed(mf map[string]*dto.MetricFamily) float64 {
 // count is the run's (every phase's commits in the result's series); a
 // port in use is refused at start in one line.
 func TestLiveMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "1"); code != 0 {
 		t.Fatalf("load: exit %d\n%s", code, stderr)
@@ -156,6 +157,7 @@ func TestLiveMetrics(t *testing.T) {
 // commits (every phase's, from its series) within one scrape interval's
 // worth, and each part's series carry its part label.
 func TestPartsMetrics(t *testing.T) {
+	t.Parallel()
 	dir, inst := partsServer(t)
 	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "2", "--target", inst.URL()); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -231,6 +233,7 @@ func TestPartsMetrics(t *testing.T) {
 // wait, the statement timeout cuts them, and a scrape in the freeze says
 // an outage is open; after the server resumes, it is closed again.
 func TestLiveMetricsFrozen(t *testing.T) {
+	t.Parallel()
 	dir, inst := partsServer(t)
 	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "1", "--target", inst.URL()); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -283,6 +286,7 @@ func TestLiveMetricsFrozen(t *testing.T) {
 // label, and after the last round (the endpoint lingers) each side's
 // commits equal its results' in all phases.
 func TestABLiveMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "ab", "--a", "sqlite://a.db", "--b", "sqlite://b.db", "--load", "--warehouses", "1", "--users", "2",
 		"--rounds", "2", "--duration", "1s", "--warmup", "0s", "--prefix", "ab", "--metrics-addr", "127.0.0.1:0", "--metrics-linger", "1s")

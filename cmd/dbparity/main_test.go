@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +31,15 @@ func TestMain(m *testing.M) {
 	bin = filepath.Join(dir, "dbparity")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		panic(string(out))
+	}
+	// Up to four parallel tests at once unless -parallel says otherwise:
+	// most of their time is a run's window of fixed length, spent waiting
+	// on a server rather than on a CPU.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", "4")
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -61,6 +71,7 @@ func runIn(t *testing.T, dir, name string, args ...string) (int, string, string)
 
 // Every bad input gets exit code 2 and a single line naming what to fix.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -150,6 +161,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestShowRejectsForeignFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "x.json"), []byte(`{"hello": 1}`), 0o644)
 	code, _, stderr := dbparity(t, dir, "show", "x.json")
@@ -161,6 +173,7 @@ func TestShowRejectsForeignFile(t *testing.T) {
 // The README's first command, shortened: run --load on the embedded default,
 // then show --json on its result.
 func TestRunLoadShowOnDefault(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("loads a warehouse")
 	}
@@ -217,6 +230,7 @@ func TestRunLoadShowOnDefault(t *testing.T) {
 
 // A consistency violation makes check exit 3.
 func TestCheckFailsOnCorruption(t *testing.T) {
+	t.Parallel()
 	dir := loadedDir(t)
 	tg, err := engine.Open("sqlite://" + filepath.Join(dir, "dbparity-data", "dbparity.db"))
 	if err != nil {
@@ -266,6 +280,7 @@ func startRun(t *testing.T, dir string, users string, stderr *bytes.Buffer) *exe
 // Ctrl-C ends a run cleanly: exit 130, and the result is written and
 // marked partial.
 func TestInterruptWritesPartialResult(t *testing.T) {
+	t.Parallel()
 	dir := loadedDir(t)
 	var stderr bytes.Buffer
 	cmd := startRun(t, dir, "2", &stderr)
@@ -302,6 +317,7 @@ func TestInterruptWritesPartialResult(t *testing.T) {
 // A run killed outright leaves no result file, but its journal keeps the
 // header and every interval but the last.
 func TestKilledRunLeavesJournal(t *testing.T) {
+	t.Parallel()
 	dir := loadedDir(t)
 	cmd := startRun(t, dir, "1", &bytes.Buffer{})
 	time.Sleep(3500 * time.Millisecond)
@@ -396,6 +412,7 @@ func TestKilledRunLeavesJournal(t *testing.T) {
 // the setting changed by ALTER SYSTEM and a reload, so no run waits for a
 // server to start or stop.
 func TestCompareCommitDelay(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs PostgreSQL twelve times")
 	}
@@ -515,6 +532,7 @@ func setAndWait(t *testing.T, url, name, value string) {
 
 // ab runs both sides once per round and compares the rounds as pairs.
 func TestAB(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("loads two warehouses")
 	}
@@ -540,6 +558,7 @@ func TestAB(t *testing.T) {
 // capture reads real server logs (the capture package's testdata) and
 // prints what it captured; --help names the server settings.
 func TestCaptureCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	logs, _ := filepath.Glob(filepath.Join(root, "internal", "capture", "testdata", "run1", "*.csv*"))
@@ -674,6 +693,7 @@ func processesIn(dir string) []int {
 // Ctrl-C while the managed server is being made (initdb) or started
 // (pg_ctl start) exits 130 and leaves nothing running.
 func TestManagedInterruptedWhileStarting(t *testing.T) {
+	t.Parallel()
 	data := managedDataDir(t)
 	// The interrupted initdb leaves the directory empty, so the second run
 	// runs initdb again before it starts the server; the third finds the
@@ -710,6 +730,7 @@ func TestManagedInterruptedWhileStarting(t *testing.T) {
 // with the owner's PID; when the owner is killed with SIGKILL its server
 // stops within 5 s, and the directory is free again.
 func TestManagedDataDirOwner(t *testing.T) {
+	t.Parallel()
 	data := managedDataDir(t)
 	dir := filepath.Dir(data)
 	owner := exec.Command(bin, "load", "--managed", "postgres", "--pg-data", data, "--warehouses", "2")
@@ -788,6 +809,7 @@ func writeResult(t *testing.T, dir, name, label string, edit func(*result.Run)) 
 // A damaged or hand-edited result file is refused by show and compare
 // with exit 2 and one line naming the file and the field.
 func TestShowCompareRefuseDamagedFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeResult(t, dir, "good.json", "a", nil)
 	writeResult(t, dir, "other.json", "b", nil)
@@ -822,6 +844,7 @@ func TestShowCompareRefuseDamagedFiles(t *testing.T) {
 // compare --html replaces only its own earlier report, or any file with
 // --force, never dbparity's data, and leaves no temporary file behind.
 func TestCompareHTMLTarget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeResult(t, dir, "a.json", "a", nil)
 	writeResult(t, dir, "b.json", "b", nil)
@@ -884,6 +907,7 @@ func TestCompareHTMLTarget(t *testing.T) {
 // repetitions and no series points are mistakes: run, ab and sweep
 // refuse each, naming the flag, before touching any database.
 func TestIntervalFlagsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -923,6 +947,7 @@ func TestIntervalFlagsRefused(t *testing.T) {
 // workload, and names the loaded value and the way out; a flag that
 // agrees runs.
 func TestRunRefusesOtherLoad(t *testing.T) {
+	t.Parallel()
 	dir := loadedDir(t) // order-entry, 1 warehouse
 	for _, tc := range []struct {
 		args []string
@@ -965,6 +990,7 @@ func TestRunRefusesOtherLoad(t *testing.T) {
 // A huge sparse file given as a result or a journal is refused at once,
 // exit 2, one line naming it: nothing reads it whole.
 func TestHugeInputRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"huge.json", "huge.json.journal"} {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -992,6 +1018,7 @@ func TestHugeInputRefused(t *testing.T) {
 // A password on the command line gets one warning (once the command has
 // done its work, so that an error stays one line); none without one.
 func TestPasswordArgsWarned(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	warnPasswordArgs(&b, []string{"--target", "postgres://u:hunter2@db/x", "--users", "4"})
 	if strings.Count(b.String(), "\n") != 1 || strings.Contains(b.String(), "hunter2") || !strings.Contains(b.String(), "PGPASSWORD") {

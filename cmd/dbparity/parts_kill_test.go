@@ -26,6 +26,7 @@ import (
 //     start: part 1 sees it gone before it starts and stops, naming it
 //     (before: it started alone and exited 0).
 func TestPartKilledNeverRunsAlone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs driver processes against PostgreSQL and MariaDB")
 	}

@@ -34,6 +34,7 @@ import (
 // latencies export as an .hlog that HdrHistogram's own log reader reads
 // back to the same counts.
 func TestPartsAsJob(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs three driver processes against PostgreSQL")
 	}
@@ -274,6 +275,7 @@ func TestPartsAsJob(t *testing.T) {
 //     journal (which holds the part), and merges with the other part
 //     without --force, the merged run marked partial and recovered.
 func TestPartFaultsAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs driver processes against PostgreSQL")
 	}

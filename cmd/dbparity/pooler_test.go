@@ -22,6 +22,7 @@ import (
 // transaction commits and check passes; prepared by name (the default),
 // the sessions meet statements another server connection prepared.
 func TestThroughTransactionPooler(t *testing.T) {
+	t.Parallel()
 	bouncer, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		for _, p := range []string{"/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"} {

@@ -8,6 +8,7 @@ import (
 // Off a terminal, progress is a plain line every --progress-interval,
 // never the terminal's redrawn line.
 func TestProgressOffTerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if code, _, stderr := dbparity(t, dir, "load", "--warehouses", "1"); code != 0 {
 		t.Fatalf("load: exit %d\n%s", code, stderr)

@@ -22,6 +22,7 @@ import (
 // hun and ter2 are the halves of a password split by a character that
 // needed quoting or escaping.
 func TestPasswordsNotOnStderr(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -65,6 +66,7 @@ func TestPasswordsNotOnStderr(t *testing.T) {
 // stores and prints. A password from PGPASSWORD or a password file is
 // not stored or printed either.
 func TestRunWithPasswordsLikeOtherParts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a managed PostgreSQL fourteen times")
 	}

@@ -14,6 +14,7 @@ import (
 // and says what it skipped in one line; a directory without a result is
 // refused in one line, exit 2, and so is a directory without --html.
 func TestShowDir(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	res := filepath.Join(work, "results")
 	os.MkdirAll(filepath.Join(res, "week2"), 0o755)

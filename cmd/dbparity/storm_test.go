@@ -18,6 +18,7 @@ import (
 // server is full ends the run within seconds, naming max_connections,
 // with no pile of connection attempts behind it.
 func TestConnectionStormStops(t *testing.T) {
+	t.Parallel()
 	servers := map[string]*managed.Instance{}
 	pgDir, err := os.MkdirTemp("", "dbparity-storm-")
 	if err != nil {

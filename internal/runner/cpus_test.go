@@ -20,6 +20,7 @@ import (
 // unconfined run's in what compare lists, and its CPU utilisation is a
 // share of the CPUs it may use, not of the host's.
 func TestServerCPUsDisclosed(t *testing.T) {
+	t.Parallel()
 	all, err := cpuset.Available()
 	if err != nil || len(all) < 2 {
 		t.Skipf("needs 2 CPUs or more (%v, %v)", all, err)

@@ -28,6 +28,7 @@ func postmasterPID(t *testing.T, dir string) int {
 // (TestOrderEntryManagedMariaDB saw "server unreachable ... connection
 // reset by peer" alone when its server segfaulted).
 func TestManagedServerDiesSaysSo(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"postgres", "mariadb"} {
 		t.Run(engine, func(t *testing.T) {
 			var tg Target
@@ -44,9 +45,8 @@ func TestManagedServerDiesSaysSo(t *testing.T) {
 			}
 			c, out := common(t, tg)
 			c.Workload = orderEntry(t)
-			o := RunOptions{Common: c, Label: "dies", Users: 2, Duration: 6 * time.Second, Warmup: 500 * time.Millisecond, Load: true,
+			o := RunOptions{Common: c, Label: "dies", Users: 2, Duration: 30 * time.Second, Warmup: 500 * time.Millisecond, Load: true,
 				Faults: Faults{AbortAfter: 2 * time.Second, StatementTimeout: 2 * time.Second}, Out: filepath.Join(t.TempDir(), "r.json")}
-			phaseHook = nil
 			killed := make(chan int, 1)
 			go func() {
 				// Once the run measures (its result's journal exists), kill the server.

@@ -44,6 +44,7 @@ func pinProcess(t *testing.T, cpus []int) func() {
 // A driver whose CPU a busy loop also uses is flagged driver-bound in the
 // result, in show, and compare refuses a verdict on it.
 func TestDriverBoundFlagged(t *testing.T) {
+	t.Parallel()
 	avail, err := cpuset.Available()
 	if err != nil || len(avail) < 2 {
 		t.Skipf("needs 2 CPUs to pin the driver apart from the server: %v %v", avail, err)

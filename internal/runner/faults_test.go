@@ -25,6 +25,7 @@ import (
 // in bounded time with an honest, complete result file. The subtests share
 // one server and one load, in order.
 func TestFaultsOnManagedPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	direct, inst := managedServer(t)
 	c, out := common(t, direct)
@@ -216,6 +217,7 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 // A failure that hits every transaction of a kind is not a success: on
 // SQLite, a trigger makes every slob update fail while reads go on.
 func TestEveryUpdateFailsFailsTheRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "s.db")
 	c, out := slobOnSQLite(t, db)
@@ -229,6 +231,7 @@ func TestEveryUpdateFailsFailsTheRun(t *testing.T) {
 // The same with a real full disk: the database on a tmpfs just larger
 // than its file (root only: mount needs it).
 func TestFullDiskFailsTheRun(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root")
 	}
@@ -324,6 +327,7 @@ func copyFile(t *testing.T, from, to string) {
 // the run ends with a failure, the journal holds only whole lines, and
 // recover turns it into a result once there is room.
 func TestJournalOnFullDisk(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root")
 	}
@@ -374,6 +378,7 @@ func TestJournalOnFullDisk(t *testing.T) {
 // count still adds up, and every point in a gzipped side file (here the
 // bound is 4 points, so a 6 s window is "long").
 func TestSeriesBoundedWithSideFile(t *testing.T) {
+	t.Parallel()
 	c, out := slobOnSQLite(t, filepath.Join(t.TempDir(), "s.db"))
 	path := filepath.Join(t.TempDir(), "r.json")
 	err := Run(context.Background(), RunOptions{Common: c, Users: 2, Warmup: time.Second, Duration: 6 * time.Second,

@@ -5,6 +5,7 @@ import "testing"
 // A run given no --label is named by its target's engine and host, never
 // by this machine's name alone.
 func TestDefaultLabel(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		t    Target
 		want string

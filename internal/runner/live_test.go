@@ -21,6 +21,7 @@ import (
 // onto a copy of the starting state that holds a row the capture's
 // INSERT then meets: a new error.
 func TestReplayLiveMetrics(t *testing.T) {
+	t.Parallel()
 	psql := pgTool(t, "psql")
 	rec := record(t, func(inst *managed.Instance) {
 		execSQL(t, Target{URL: inst.URL()}, "CREATE TABLE k(id int PRIMARY KEY, v int)")

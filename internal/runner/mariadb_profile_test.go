@@ -22,6 +22,7 @@ import (
 // logged beside the driver's count. The summary titles the process list's
 // samples as session states. One server for both workloads.
 func TestMariaDBProfileTransactions(t *testing.T) {
+	t.Parallel()
 	tg := managedMariaDB(t)
 	ctx := context.Background()
 	o, err := openTarget(ctx, tg)

@@ -51,6 +51,7 @@ func managedMariaDB(t *testing.T) Target {
 // conditions after load and after a run, and the run's New-Orders equal
 // to the rows the orders table gained.
 func TestOrderEntryManagedMariaDB(t *testing.T) {
+	t.Parallel()
 	tg := managedMariaDB(t)
 	ctx := context.Background()
 	c, out := common(t, tg)
@@ -164,6 +165,7 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 // table loaded the same way without the fill factor shows the check can
 // fail, and a run's updates reach the server's own row counter.
 func TestSlobManagedMariaDB(t *testing.T) {
+	t.Parallel()
 	tg := managedMariaDB(t)
 	tg.MyPreset = "small-cache"
 	ctx := context.Background()
@@ -426,8 +428,11 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	for _, n := range rp.NotReplayed {
 		skipped += n
 	}
-	if rp.Errors != 0 || rp.Divergent() != 0 || skipped != 1 || rp.ReplayedTransactions != rp.CapturedTransactions || rp.CapturedTransactions < 100 {
-		t.Errorf("errors %d, divergent %d, transactions %d of %d: %+v %v", rp.Errors, rp.Divergent(), rp.ReplayedTransactions,
+	// A deadlock sysbench met in the capture (40001, retried by it) is
+	// not in the general log: the replay's failure of that statement is
+	// one the log cannot tell, not an error of the replay.
+	if rp.Errors != rp.Untold() || rp.Divergent() != 0 || skipped != 1 || rp.ReplayedTransactions != rp.CapturedTransactions || rp.CapturedTransactions < 100 {
+		t.Errorf("errors %d (%d the log cannot tell), divergent %d, transactions %d of %d: %+v %v", rp.Errors, rp.Untold(), rp.Divergent(), rp.ReplayedTransactions,
 			rp.CapturedTransactions, rp.Outcomes, rp.NotReplayed)
 	}
 	t.Logf("%s; %d statements, %d transactions replayed in %.2f s (captured %.2f s)", es.Summary, rp.Replayed,
@@ -631,6 +636,7 @@ func copySbtest(t *testing.T, root Target, dbs ...string) {
 // authenticates the client to the server in the clear (a password user
 // and one without) and captures the statements inside.
 func TestWireProxyTLSMariaDB(t *testing.T) {
+	t.Parallel()
 	tg := managedMariaDB(t)
 	client, err := exec.LookPath("mariadb")
 	if err != nil {

@@ -43,6 +43,7 @@ import (
 //     figure a recovered part cannot know is absent from its JSON and from
 //     the merged run's, and n/a in show's text, never 0.
 func TestMergedSplitRunOnPostgres(t *testing.T) {
+	t.Parallel()
 	s := runSplit(t)
 	read := func(f string) *result.Run {
 		t.Helper()
@@ -124,10 +125,17 @@ func TestMergedSplitRunOnPostgres(t *testing.T) {
 		if v := *ex.PerSecond * window; !near(v, float64(m.Statements), 0.03) {
 			t.Errorf("Executes %.0f/s × %.2f s = %.0f, the merged run's statements %d (part 0's %d)", *ex.PerSecond, window, v, m.Statements, p0.Statements)
 		}
-		if v := *txs.Total; !near(v, float64(commits+rollbacks), 0.15) {
-			t.Errorf("Transactions %.0f, the merged run's commits and rollbacks %d (part 0's %d)", v, commits+rollbacks, p0.Summarize().Commits+p0.Summarize().Rollbacks)
+		// The server's transactions come from pg_stat_database, which a
+		// busy session flushes at most once a second: each end of the
+		// window may miss up to a second of commits (the profile's note
+		// says so), 1.2 s of the window's rate with the scheduler's slack.
+		// Part 0's count alone would be half the merged run's, further off
+		// than this for any window over 2.4 s.
+		lag := math.Min(0.45, 1.2/window)
+		if v := *txs.Total; !near(v, float64(commits+rollbacks), lag) {
+			t.Errorf("Transactions %.0f, the merged run's commits and rollbacks %d (part 0's %d); up to %.0f%% off allowed for the server's flush", v, commits+rollbacks, p0.Summarize().Commits+p0.Summarize().Rollbacks, 100*lag)
 		}
-		if v := *ex.PerTx; !near(v, float64(m.Statements)/float64(commits+rollbacks), 0.15) {
+		if v := *ex.PerTx; !near(v, float64(m.Statements)/float64(commits+rollbacks), lag) {
 			t.Errorf("Executes %.2f per transaction, the merged run's %.2f", v, float64(m.Statements)/float64(commits+rollbacks))
 		}
 		// The other sections part 0's collectors read are the server's too.

@@ -21,6 +21,7 @@ import (
 // New-Order, with fewer statements. compare refuses to set them side by
 // side.
 func TestOrderEntryModes(t *testing.T) {
+	t.Parallel()
 	tg, _ := managedServer(t)
 	ctx := context.Background()
 	c, out := common(t, tg)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestParsePart(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want string // error text; "" for none
@@ -33,6 +34,7 @@ func TestParsePart(t *testing.T) {
 // Each part gets whole shares of the data: order-entry's sessions of one
 // home warehouse all go to one part; every session to exactly one part.
 func TestPartSessions(t *testing.T) {
+	t.Parallel()
 	oe := &orderentry.OrderEntry{Warehouses: 4, HomeWarehouse: "fixed"}
 	owner := map[int]int{}
 	for i := range 3 {
@@ -70,6 +72,7 @@ func TestPartSessions(t *testing.T) {
 // past is refused. Two parts given one --start-at run at once (their
 // windows within 100 ms) and merge.
 func TestPartBarrierFaults(t *testing.T) {
+	t.Parallel()
 	tg, inst := managedServer(t)
 	ctx := context.Background()
 	c, out := common(t, tg)
@@ -173,6 +176,7 @@ func TestPartBarrierFaults(t *testing.T) {
 // agree on one start and leave no row; a part registered twice while the
 // first still waits is refused.
 func TestPartBarrierLiveness(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, e := range []struct {
 		name string

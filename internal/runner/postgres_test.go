@@ -62,6 +62,7 @@ func dbCounters(t *testing.T, tg Target) (commits, rollbacks int64) {
 }
 
 func TestOrderEntryManagedPostgres(t *testing.T) {
+	t.Parallel()
 	tg := managedTarget(t)
 	var before, after [2]int64
 	r := runAndVerifyHook(t, tg,
@@ -116,6 +117,7 @@ func TestOrderEntryManagedPostgres(t *testing.T) {
 // Sessions whose connections the server kills reconnect and go on; the
 // lost transactions are counted as connection errors, never retried.
 func TestReconnectAfterTerminatedBackends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	direct, inst := managedServer(t)
 	c, out := common(t, direct)

@@ -24,6 +24,7 @@ import (
 // and gives no verdict on them; the figures it did measure, zeros
 // included, stay.
 func TestRecoverAbsentFiguresAreNA(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, out := slobOnSQLite(t, filepath.Join(dir, "s.db"))
 	whole := filepath.Join(dir, "whole.json")

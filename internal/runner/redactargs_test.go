@@ -9,6 +9,7 @@ import (
 // target, whichever way the target is spelled, and leaves the rest alone:
 // a password equal to the user or "1" is masked only where it stands.
 func TestRedactArgsTargets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"run", "--target", "host=/tmp user=u password=u dbname=d", "--users", "1"},
 			[]string{"run", "--target", "host=/tmp user=u password=xxxxx dbname=d", "--users", "1"}},

@@ -110,6 +110,7 @@ func replayVerified(t *testing.T, rec recorded, speed float64, limit time.Durati
 // twice the captured time and 3 s, a margin a busy 2-core machine keeps
 // (the benchmark bench/replayclients measures the pace: 1.0-1.1x).
 func TestReplayPgbenchVerified(t *testing.T) {
+	t.Parallel()
 	pgbench := pgTool(t, "pgbench")
 	for _, c := range []struct {
 		name, mode, clients string
@@ -122,7 +123,10 @@ func TestReplayPgbenchVerified(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			rec := record(t, func(inst *managed.Instance) { client(t, inst, pgbench, "-i", "-q", "-s", "1") },
 				func(inst *managed.Instance) {
-					client(t, inst, pgbench, "-n", "-c", c.clients, "-j", "2", "-T", "3", "-M", c.mode)
+					// 1,000 transactions whatever the machine's load
+					// (-T 3 made 749 with the suite beside).
+					n, _ := strconv.Atoi(c.clients)
+					client(t, inst, pgbench, "-n", "-c", c.clients, "-j", "2", "-t", strconv.Itoa(1000/n), "-M", c.mode)
 				}, "max_connections=120")
 			for _, speed := range c.speeds {
 				r, out := replayVerified(t, rec, speed, 90*time.Second)
@@ -183,6 +187,7 @@ func psycopgClient(t *testing.T) string {
 // every table matches but the one COPY filled, whose rows the log never
 // held: the end state names that cause, and the outcomes that class.
 func TestReplayPsycopg(t *testing.T) {
+	t.Parallel()
 	py := psycopgClient(t)
 	script, err := filepath.Abs("testdata/psycopg_client.py")
 	if err != nil {
@@ -235,6 +240,7 @@ func TestReplayPsycopg(t *testing.T) {
 // causes it names is a check that failed (exit 3), and its report says
 // so in the headline; the result is written.
 func TestReplayEndStateDiffers(t *testing.T) {
+	t.Parallel()
 	psql := pgTool(t, "psql")
 	rec := record(t, func(inst *managed.Instance) { execSQL(t, Target{URL: inst.URL()}, "CREATE TABLE t(v int)") },
 		func(inst *managed.Instance) { client(t, inst, psql, "-c", "INSERT INTO t VALUES (1)") })
@@ -262,6 +268,7 @@ func TestReplayEndStateDiffers(t *testing.T) {
 // random; not the clock's, which the comparison of date and time columns
 // sets apart, and not tables only read.
 func TestEndStateCauses(t *testing.T) {
+	t.Parallel()
 	c := &capture.Capture{Texts: []string{"COPY events (a) FROM STDIN", "UPDATE public.t SET v = random() WHERE id = $1",
 		"INSERT INTO h VALUES ($1, now())", "SELECT random() FROM r"},
 		Sessions: []capture.Session{{Statements: []capture.Statement{{Text: 0}, {Text: 1}, {Text: 2}, {Text: 3}}}}}
@@ -274,6 +281,7 @@ func TestEndStateCauses(t *testing.T) {
 // A table that differs after statements of the replay that wrote it and
 // ended otherwise than captured says so, and still differs.
 func TestEndStateAfterDivergence(t *testing.T) {
+	t.Parallel()
 	after := diverged([]result.ReplayOutcome{
 		{Kind: replay.Vanished, Fingerprint: "INSERT INTO sbtest1 (id, k, c, pad) VALUES (...)", Captured: "23505", Count: 12},
 		{Kind: replay.Vanished, Fingerprint: "DELETE FROM sbtest1 WHERE id = ?", Captured: "23505", Count: 3},

@@ -18,6 +18,7 @@ import (
 // result written, marked partial, collectors and all; on PostgreSQL and
 // on MariaDB, whose replay connections and stall monitor are their own.
 func TestReplayFrozenServer(t *testing.T) {
+	t.Parallel()
 	t.Run("postgresql", func(t *testing.T) {
 		tg, inst := managedServer(t)
 		replayFrozen(t, tg, inst, "")

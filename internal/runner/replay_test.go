@@ -94,6 +94,7 @@ func startCluster(t *testing.T, dir string, settings ...string) *managed.Instanc
 
 // the new failures as divergence.
 func TestCaptureAndReplayPgbench(t *testing.T) {
+	t.Parallel()
 	pgbench, psql := pgTool(t, "pgbench"), pgTool(t, "psql")
 	ctx := context.Background()
 	base := managedTarget(t)

@@ -156,6 +156,7 @@ func runAndVerifyHook(t *testing.T, tg Target, beforeRun, afterRun func()) *resu
 }
 
 func TestOrderEntrySQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := runAndVerify(t, Target{URL: "sqlite://" + filepath.Join(dir, "oe.db")})
 	if r.Target.Dialect != "sqlite" || r.Target.ServerVersion == "" {
@@ -170,6 +171,7 @@ func TestOrderEntrySQLite(t *testing.T) {
 }
 
 func TestRunRefusesMissingSchema(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, _ := common(t, Target{URL: "sqlite://" + filepath.Join(dir, "empty.db")})
 	out := filepath.Join(dir, "r.json")
@@ -183,6 +185,7 @@ func TestRunRefusesMissingSchema(t *testing.T) {
 }
 
 func TestRunRefusesToOverwrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "keep.json")
 	os.WriteFile(out, []byte("precious"), 0o644)
@@ -198,6 +201,7 @@ func TestRunRefusesToOverwrite(t *testing.T) {
 }
 
 func TestBadTargets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []Target{
 		{URL: "oracle://scott:tiger@db/orcl"},
 		{URL: "postgres://u@localhost:notaport/db"},
@@ -219,6 +223,7 @@ func TestBadTargets(t *testing.T) {
 }
 
 func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
 	// Port 1 on loopback: nothing listens there.
 	c, _ := common(t, Target{URL: "postgres://bench:secret@127.0.0.1:1/bench?connect_timeout=2"})
 	err := Check(context.Background(), c)
@@ -231,6 +236,7 @@ func TestUnreachableServer(t *testing.T) {
 }
 
 func TestRedactArgs(t *testing.T) {
+	t.Parallel()
 	got := RedactArgs([]string{"run", "--target", "postgres://u:pw@h/db", "--target=postgres://u:pw@h/db?password=pw2", "x"})
 	for _, a := range got {
 		if bytes.Contains([]byte(a), []byte("pw")) && !bytes.Contains([]byte(a), []byte("xxxxx")) {
@@ -247,6 +253,7 @@ func TestRedactArgs(t *testing.T) {
 
 // --repeat writes one result per repetition and loads only once.
 func TestRepeat(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, out := common(t, Target{URL: "sqlite://" + filepath.Join(dir, "r.db")})
 	err := Run(context.Background(), RunOptions{Common: c, Users: 2, Duration: 700 * time.Millisecond, Label: "rep",

@@ -38,6 +38,7 @@ func abSliced(t *testing.T, c Common, a, b Target, o ABOptions) (map[string]*res
 // slices, which never overlap the other's in time, its throughput is over
 // them, and compare pairs the rounds.
 func TestABSliced(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, out := common(t, Target{})
 	a, b := Target{URL: "sqlite://" + filepath.Join(dir, "a.db")}, Target{URL: "sqlite://" + filepath.Join(dir, "b.db")}
@@ -85,6 +86,7 @@ func TestABSliced(t *testing.T) {
 }
 
 func TestABSliceUsage(t *testing.T) {
+	t.Parallel()
 	c, _ := common(t, Target{})
 	a, b := Target{URL: "sqlite://a.db"}, Target{URL: "sqlite://b.db"}
 	for _, tc := range []struct {
@@ -110,6 +112,7 @@ func TestABSliceUsage(t *testing.T) {
 // timeout), the frozen side's result is written marked failed, the other
 // side's whole (over the turns it had).
 func TestABSlicedFrozenSide(t *testing.T) {
+	t.Parallel()
 	ta, _ := managedServer(t)
 	tb, ib := managedServer(t)
 	c, out := common(t, ta)

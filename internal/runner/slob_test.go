@@ -34,6 +34,7 @@ func slob(t *testing.T, args ...string) workload.Workload {
 // no WAL, UPDATE_PCT=100 makes every operation an update: checked against
 // the server's own counters.
 func TestSlobOnPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// Without full-page images the WAL of an update does not depend on how
 	// many pages the run happened to touch first after a checkpoint, which
@@ -165,6 +166,7 @@ func (b *bytesBuffer) String() string {
 }
 
 func TestSessionsFromThreadsPerSchema(t *testing.T) {
+	t.Parallel()
 	w := slob(t, "--schemas", "3", "--threads-per-schema", "2")
 	for _, c := range []struct {
 		users    int
@@ -192,6 +194,7 @@ func TestSessionsFromThreadsPerSchema(t *testing.T) {
 // its own server counted, and the aggregate is their sum with merged
 // histograms.
 func TestMultiTargetSlob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, _ := managedServer(t)
 	b, _ := managedServer(t, "synchronous_commit=off")

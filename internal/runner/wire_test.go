@@ -32,7 +32,10 @@ import (
 // statement is in the capture with the rows it affected and its
 // parameters (prepared ones by name), and replayed onto a copy of the
 // starting data it ends as the original run did.
-func TestWireCapturePgbench(t *testing.T) { wirePgbench(t, "proxy") }
+func TestWireCapturePgbench(t *testing.T) {
+	t.Parallel()
+	wirePgbench(t, "proxy")
+}
 
 // The same read passively from the loopback interface's packets
 // (AF_PACKET), the clients connected to the server itself.
@@ -220,6 +223,7 @@ func wirePgbench(t *testing.T, how string) {
 // table as the client left it, the COPY's included, and nothing
 // divergent.
 func TestWireCapturePsycopg(t *testing.T) {
+	t.Parallel()
 	py := psycopgClient(t)
 	script, err := filepath.Abs("testdata/psycopg_client.py")
 	if err != nil {
@@ -266,6 +270,7 @@ func TestWireCapturePsycopg(t *testing.T) {
 // captured, and one that requires TLS gives up, with a line naming the
 // flags; with a certificate the proxy ends TLS and captures inside it.
 func TestWireProxyTLS(t *testing.T) {
+	t.Parallel()
 	psql := pgTool(t, "psql")
 	base := managedTarget(t)
 	inst, err := managed.Start(context.Background(), managed.Options{DataDir: base.PGData, Loopback: true,
@@ -357,6 +362,7 @@ func selfSigned(t *testing.T) tls.Certificate {
 // update) captured through the proxy: the replay at the captured pace ends
 // with every table as the client left it and no statement's rows differ.
 func TestWireCapturePgJDBC(t *testing.T) {
+	t.Parallel()
 	java, jar := pgJDBC(t)
 	schema, err := os.ReadFile("../../bench/replayclients/jdbc_schema.sql")
 	if err != nil {
