@@ -32,6 +32,9 @@ type netCounts struct {
 	tcp   bool
 	lowat atomic.Int32
 	dog   *time.Timer
+	// poll: the reader never waits in its thread for the rest of an
+	// answer; the poller does (a replay's sessions).
+	poll bool
 	// cc is the socket as the driver writes and reads it (myWire); its
 	// Conn's deadline ends a command (watch).
 	cc countedConn
@@ -247,7 +250,7 @@ func (c countedConn) Read(b []byte) (int, error) {
 					c.n.lowat.Store(want)
 				}
 			}
-			if answering && !expecting {
+			if answering && !expecting && !c.n.poll {
 				// The socket blocks, at most answerWait (SO_RCVTIMEO).
 				n, err = unix.Read(int(fd), b)
 			} else {
