@@ -42,6 +42,8 @@ func cmdCapture(ctx context.Context, args []string) error {
 	port := fs.Int("port", 0, "with --listen-on: the server's TCP port")
 	protocol := fs.String("protocol", "postgresql", "with --proxy or --listen-on: the server's protocol, postgresql or mysql (MySQL and MariaDB)")
 	duration := fs.Duration("duration", 0, "with --proxy or --listen-on: stop after this long (default: at Ctrl-C)")
+	ringBlockSize := fs.String("ring-block-size", "1MiB", "with --listen-on: the size of each block of the ring the kernel writes the packets into (KiB or MiB, at least 128KiB)")
+	ringBlocks := fs.Int("ring-blocks", wire.DefaultRingBlocks, "with --listen-on: the ring's number of blocks; the kernel drops what comes while all are being read")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -51,6 +53,11 @@ func cmdCapture(ctx context.Context, args []string) error {
 			return err
 		}
 		return runner.UsageError{Err: fmt.Errorf("%v (see dbparity capture --help)", err)}
+	}
+	ringSet := false
+	fs.Visit(func(f *flag.Flag) { ringSet = ringSet || strings.HasPrefix(f.Name, "ring-") })
+	if ringSet && *listenOn == "" {
+		return runner.UsageError{Err: errors.New("--ring-block-size and --ring-blocks size the packet capture's ring: they go with --listen-on")}
 	}
 	wire := *proxy != "" || *upstream != ""
 	if wire || *listenOn != "" || *port != 0 {
@@ -73,8 +80,12 @@ func cmdCapture(ctx context.Context, args []string) error {
 		case *tlsCert != "" || *tlsKey != "":
 			return runner.UsageError{Err: errors.New("--tls-cert and --tls-key go with --proxy: a passive capture cannot read TLS")}
 		}
+		ring, err := ringFlags(*ringBlockSize, *ringBlocks)
+		if err != nil {
+			return runner.UsageError{Err: err}
+		}
 		setStopNote(captureStopNote(true, *out))
-		return captureSniff(ctx, *listenOn, *port, *out, *force, *keepOwn, mysql, *duration)
+		return captureSniff(ctx, *listenOn, *port, ring, *out, *force, *keepOwn, mysql, *duration)
 	}
 	setStopNote(captureStopNote(false, *out))
 	files, err := expandLogs(append([]string(from), positional...))
@@ -185,9 +196,30 @@ func captureProxy(ctx context.Context, listen, upstream, cert, key, out string, 
 	}, out, keepOwn, d)
 }
 
+// ringFlags reads --ring-block-size (bytes, or with KiB or MiB) and
+// --ring-blocks into the packet capture's ring.
+func ringFlags(size string, blocks int) (wire.Ring, error) {
+	n, unit := size, 1
+	for _, u := range []struct {
+		suffix string
+		bytes  int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}} {
+		if strings.HasSuffix(size, u.suffix) {
+			n, unit = strings.TrimSuffix(size, u.suffix), u.bytes
+			break
+		}
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || v <= 0 || v > 1<<30/unit {
+		return wire.Ring{}, fmt.Errorf("--ring-block-size %s: give a size such as 1MiB or 512KiB", size)
+	}
+	r := wire.Ring{BlockSize: v * unit, Blocks: blocks}
+	return r, r.Check()
+}
+
 // captureSniff records the sessions (PostgreSQL's, or MySQL's) in the packets to and from
 // port on iface until ctx ends or d passes, then writes the capture.
-func captureSniff(ctx context.Context, iface string, port int, out string, force, keepOwn, mysql bool, d time.Duration) error {
+func captureSniff(ctx context.Context, iface string, port int, ring wire.Ring, out string, force, keepOwn, mysql bool, d time.Duration) error {
 	if iface == "" || port <= 0 || port > 65535 {
 		return runner.UsageError{Err: errors.New("--listen-on IFACE needs --port, the server's TCP port (1-65535)")}
 	}
@@ -199,7 +231,7 @@ func captureSniff(ctx context.Context, iface string, port int, out string, force
 	}
 	// Bound before the start is announced: what passes from then on is
 	// read.
-	pk, err := wire.ListenPackets(iface, port)
+	pk, err := wire.ListenPacketsRing(iface, port, ring)
 	if err != nil {
 		return err
 	}
@@ -216,10 +248,15 @@ func captureSniff(ctx context.Context, iface string, port int, out string, force
 		mysql: mysql,
 		after: func(c *capture.Capture) {
 			if stats.KernelDrops > 0 {
-				c.Skipped = append(c.Skipped, capture.Skip{Reason: "packets the kernel dropped (the capture fell behind): the statements in them are missing",
+				c.Skipped = append(c.Skipped, capture.Skip{Reason: "packets the kernel dropped (the ring was full: more --ring-blocks hold more): the statements in them are missing",
 					Effect: capture.Dropped, Count: int(stats.KernelDrops), First: iface})
 			}
+			if n := stats.QueueDrops + stats.Truncated; n > 0 {
+				c.Skipped = append(c.Skipped, capture.Skip{Reason: "segments the capture dropped (its decoder fell behind, or a segment was longer than --ring-block-size): the statements in them are missing",
+					Effect: capture.Dropped, Count: int(n), First: iface})
+			}
 		},
+		note: func() string { return stats.Summary() },
 	}, out, keepOwn, d)
 	return err
 }
@@ -257,6 +294,7 @@ type wireCapture struct {
 	source, banner, empty string // the capture's source; what the start says; why nothing was written
 	serve                 func(ctx context.Context, rec *wire.Recorder) error
 	after                 func(c *capture.Capture) // adds what serve learnt (optional)
+	note                  func() string            // a line the summary ends with (optional)
 	mysql                 bool                     // the MySQL protocol (--protocol mysql)
 }
 
@@ -300,9 +338,15 @@ wait:
 		w.after(c)
 	}
 	if c.Statements() == 0 {
+		if w.note != nil {
+			fmt.Fprint(os.Stderr, w.note())
+		}
 		return errors.New(w.empty)
 	}
 	fmt.Print(c.Summary())
+	if w.note != nil {
+		fmt.Print(w.note())
+	}
 	if err := capture.Write(out, c); err != nil {
 		return err
 	}

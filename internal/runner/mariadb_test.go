@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -514,9 +515,12 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 
 // sysbench's prepared statements on MariaDB read passively off the
 // loopback interface (--listen-on lo --protocol mysql), the client
-// connected over TCP to the server itself: replayed into a copy of the
-// starting tables, the copy ends as the original did, and no statement's
-// rows differ.
+// connected over TCP to the server itself: at full speed and at 100
+// transactions/s no segment is dropped (issue 48: on a busy host the
+// kernel dropped 7,421 of them, and two connections were lost) and every
+// query sysbench counted is captured; the second, replayed into a copy
+// of its starting tables, ends as the original did, no statement's rows
+// differing.
 func TestWireSniffSysbenchMariaDB(t *testing.T) {
 	tg := managedMariaDB(t)
 	sysbench, err := exec.LookPath("sysbench")
@@ -551,45 +555,78 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 		"CREATE USER 'sb'@'127.0.0.1' IDENTIFIED BY 'pw'", "GRANT ALL ON *.* TO 'sb'@'127.0.0.1'"} {
 		execSQL(t, root, q)
 	}
-	sb := func(args ...string) {
+	sb := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(sysbench, append([]string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1",
 			"--mysql-port=" + strconv.Itoa(inst.Port), "--mysql-user=sb", "--mysql-password=pw", "--mysql-db=sbtest",
-			"--tables=2", "--table-size=2000", "--rand-seed=7"}, args...)...)
-		if b, err := cmd.CombinedOutput(); err != nil {
+			"--tables=2", "--table-size=2000"}, args...)...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("sysbench %v: %v\n%s", args, err, b)
 		}
+		return string(b)
 	}
-	sb("prepare")
+	sb("--rand-seed=7", "prepare")
+	// sniff captures the packets while sysbench runs with args: none is
+	// lost, and every query sysbench counted is in the capture (sysbench
+	// counts the queries it sent; the capture holds them and the
+	// connections' own set-up).
+	sniff := func(args ...string) *capture.Capture {
+		t.Helper()
+		rec := wire.NewRecorder("test sniff")
+		rec.MySQL = true
+		sctx, stop := context.WithCancel(ctx)
+		type sniffResult struct {
+			st  wire.SniffStats
+			err error
+		}
+		sniffed := make(chan sniffResult, 1)
+		pk, err := wire.ListenPackets("lo", inst.Port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			st, err := pk.Run(sctx, rec)
+			sniffed <- sniffResult{st, err}
+		}()
+		sbOut := sb(args...)
+		time.Sleep(200 * time.Millisecond)
+		stop()
+		sr := <-sniffed
+		if sr.err != nil {
+			t.Fatal(sr.err)
+		}
+		t.Logf("sysbench %v: %s", args, strings.TrimSpace(sr.st.Summary()))
+		if sr.st.Lost() {
+			t.Errorf("sysbench %v: the capture lost segments: %s", args, sr.st.Summary())
+		}
+		c := rec.Capture()
+		if c.Engine != capture.EngineMySQL || c.Statements() < 300 || c.Sessions[0].User != "sb" {
+			t.Fatalf("capture: engine %q, %d statements, first session's user %q\n%s", c.Engine, c.Statements(), c.Sessions[0].User, c.Summary())
+		}
+		if m := regexp.MustCompile(`total:\s+(\d+)`).FindStringSubmatch(sbOut); m == nil {
+			t.Errorf("sysbench's query count not found:\n%s", sbOut)
+		} else if n, _ := strconv.Atoi(m[1]); c.Statements() < n {
+			t.Errorf("sysbench %v sent %d queries, the capture holds %d statements", args, n, c.Statements())
+		} else {
+			t.Logf("sysbench %v sent %d queries, the capture holds %d statements", args, n, c.Statements())
+		}
+		return c
+	}
+	// At full speed, the capture alone: on a busy host (issue 48) the
+	// packet reader fell behind and the kernel dropped segments. (Not
+	// replayed: at full speed sysbench's two threads deadlock now and
+	// then, and a replay that escapes a captured deadlock commits what
+	// the server rolled back.) Its seed differs from the next run's, whose
+	// updates would otherwise write the values the rows already hold.
+	sniff("--rand-seed=3", "--threads=2", "--time=2", "run")
 	copySbtest(t, root, "sbwire")
-	rec := wire.NewRecorder("test sniff")
-	rec.MySQL = true
-	sctx, stop := context.WithCancel(ctx)
-	sniffed := make(chan error, 1)
-	pk, err := wire.ListenPackets("lo", inst.Port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		st, err := pk.Run(sctx, rec)
-		t.Logf("sniffed %d segments, %d dropped by the kernel, %d connections lost", st.Packets, st.KernelDrops, st.LostFlows)
-		sniffed <- err
-	}()
-	sb("--threads=2", "--time=2", "--rate=100", "run")
-	time.Sleep(200 * time.Millisecond)
-	stop()
-	if err := <-sniffed; err != nil {
-		t.Fatal(err)
-	}
+	c := sniff("--rand-seed=7", "--threads=2", "--time=2", "--rate=100", "run")
 	dir := t.TempDir()
 	end := filepath.Join(dir, "end.snap")
 	var out bytesBuffer
 	if err := Snapshot(ctx, SnapshotOptions{Common: Common{Target: in("sbtest"), Stdout: &out, Stderr: &out}, Out: end}); err != nil {
 		t.Fatalf("snapshot: %v\n%s", err, out.String())
-	}
-	c := rec.Capture()
-	if c.Engine != capture.EngineMySQL || c.Statements() < 300 || c.Sessions[0].User != "sb" {
-		t.Fatalf("capture: engine %q, %d statements, first session's user %q\n%s", c.Engine, c.Statements(), c.Sessions[0].User, c.Summary())
 	}
 	capPath := filepath.Join(dir, "wire.capture")
 	if err := capture.Write(capPath, c); err != nil {

@@ -279,7 +279,7 @@ func (s *session) myServer(p []byte, at time.Time) {
 			rows := int64(r.lenenc())
 			r.lenenc()
 			status := r.u16le()
-			s.myResult(c, &rows, nil, status, at)
+			s.myResult(c, s.slab.int64p(rows), nil, status, at)
 		case 0xff:
 			r := msg{b: p[1:]}
 			code := r.u16le()
@@ -339,7 +339,7 @@ func (s *session) myServer(p []byte, at time.Time) {
 				status = r.u16le()
 			}
 			rows := c.rows
-			s.myResult(c, &rows, nil, status, at)
+			s.myResult(c, s.slab.int64p(rows), nil, status, at)
 			return
 		}
 		c.rows++

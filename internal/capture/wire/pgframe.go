@@ -61,9 +61,37 @@ func (m *msg) bytes(n int) []byte {
 }
 
 // buffer holds one direction's bytes until whole messages are there.
-type buffer struct{ b []byte }
+// Bytes written into an empty buffer are read where they are, not
+// copied (most segments hold whole messages): release, at the end of
+// the call that wrote them, copies what is left of them, a message not
+// yet whole.
+type buffer struct {
+	b    []byte
+	lent bool // b is the writer's bytes, valid during its call only
+}
 
-func (b *buffer) write(p []byte) { b.b = append(b.b, p...) }
+func (b *buffer) write(p []byte) {
+	if len(b.b) == 0 {
+		b.b, b.lent = p, true
+		return
+	}
+	b.release()
+	b.b = append(b.b, p...)
+}
+
+// release makes the buffer hold its own copy of what is left of the
+// writer's bytes; the writer may reuse them after it.
+func (b *buffer) release() {
+	if !b.lent {
+		return
+	}
+	b.lent = false
+	if len(b.b) == 0 {
+		b.b = nil
+		return
+	}
+	b.b = append([]byte(nil), b.b...)
+}
 
 // message takes a typed message: type, 4-byte length (itself included),
 // body; bad when the length cannot be a message's.
@@ -78,8 +106,8 @@ func (b *buffer) message() (typ byte, body []byte, ok, bad bool) {
 	if len(b.b) < 1+n {
 		return 0, nil, false, false
 	}
-	// The body is the buffer's: valid until the next write, which appends
-	// after it; the decoder copies what it keeps.
+	// The body is the buffer's, or the writer's: valid during the call
+	// that wrote it; the decoder copies what it keeps.
 	typ, body = b.b[0], b.b[5:1+n]
 	b.b = b.b[1+n:]
 	if len(b.b) == 0 {

@@ -8,6 +8,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -182,6 +183,7 @@ type session struct {
 	group    time.Time // the first message of the statement being built
 	pending  []*pend   // statements sent, awaiting their end, in order; nil entries mark a Sync
 	simple   *pend
+	slab     slab
 }
 
 type done struct {
@@ -259,6 +261,7 @@ func (x *Session) FromClient(b []byte, at time.Time) {
 		return
 	}
 	s.front.write(b)
+	defer s.front.release()
 	if s.isMy {
 		s.myFromClient(at)
 		return
@@ -293,6 +296,7 @@ func (x *Session) FromServer(b []byte, at time.Time) {
 		return
 	}
 	s.back.write(b)
+	defer s.back.release()
 	if s.isMy {
 		s.myFromServer(at)
 		return
@@ -427,6 +431,7 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 		n := int(m.u16())
 		pr := s.prepared[stmt]
 		p := portal{stmt: stmt, params: make([]*string, n)}
+		vals := make([]string, n) // the values, one allocation
 		for i := range n {
 			l := int32(m.u32())
 			if l < 0 {
@@ -449,7 +454,8 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 				p.truncated = true
 				continue
 			}
-			p.params[i] = &v
+			vals[i] = v
+			p.params[i] = &vals[i]
 		}
 		if m.bad {
 			s.stop("a Bind message")
@@ -548,8 +554,8 @@ func (s *session) server(typ byte, body []byte, at time.Time) {
 	case 'C', 'I', 's':
 		var rows *int64
 		if typ == 'C' {
-			if n, ok := capture.TagRows(m.str()); ok {
-				rows = &n
+			if n, ok := tagRows(m.b); ok {
+				rows = s.slab.int64p(n)
 			}
 		}
 		if s.simple != nil {
@@ -619,7 +625,60 @@ func (s *session) record(p *pend, at time.Time, st capture.Statement) {
 	st.Text = s.r.intern(text)
 	s.r.seq++
 	st.Seq = s.r.seq
-	s.stmts = append(s.stmts, &done{st: st, start: p.start, end: at})
+	d := s.slab.done()
+	*d = done{st: st, start: p.start, end: at}
+	s.stmts = append(s.stmts, d)
+}
+
+// tagRows is capture.TagRows of a CommandComplete's tag, read in place:
+// the rows after the last space.
+func tagRows(b []byte) (int64, bool) {
+	end := bytes.IndexByte(b, 0)
+	if end < 0 {
+		return 0, false
+	}
+	tag := b[:end]
+	sp := bytes.LastIndexByte(tag, ' ')
+	if sp < 0 {
+		return 0, false // BEGIN, COMMIT: no count
+	}
+	digits := tag[sp+1:]
+	if len(digits) == 0 || len(digits) > 18 {
+		return capture.TagRows(string(tag))
+	}
+	n := int64(0)
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return capture.TagRows(string(tag))
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// slab hands out a session's small kept values from chunks: one
+// allocation for many, as every statement a session records is kept.
+type slab struct {
+	ints  []int64
+	dones []done
+}
+
+func (a *slab) int64p(v int64) *int64 {
+	if len(a.ints) == 0 {
+		a.ints = make([]int64, 64)
+	}
+	p := &a.ints[0]
+	*p, a.ints = v, a.ints[1:]
+	return p
+}
+
+func (a *slab) done() *done {
+	if len(a.dones) == 0 {
+		a.dones = make([]done, 32)
+	}
+	d := &a.dones[0]
+	a.dones = a.dones[1:]
+	return d
 }
 
 // errorOf reads an ErrorResponse's SQLSTATE and message.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbparity/dbparity/internal/capture"
 )
 
 // wire builds protocol messages.
@@ -169,5 +171,20 @@ func TestPasswordMasked(t *testing.T) {
 	}
 	if !flagged {
 		t.Errorf("not flagged: %+v", c.Skipped)
+	}
+}
+
+// A command tag's rows read in place agree with capture.TagRows.
+func TestTagRows(t *testing.T) {
+	for _, tag := range []string{"INSERT 0 1", "SELECT 10", "UPDATE 0", "COPY 12345", "BEGIN", "", "SELECT ", "FETCH -1",
+		"SELECT 99999999999999999999", "SELECT 1x", "MOVE 123456789012345678"} {
+		n, ok := tagRows(append([]byte(tag), 0, 'Z'))
+		wn, wok := capture.TagRows(tag)
+		if n != wn || ok != wok {
+			t.Errorf("%q: %d %v, capture.TagRows %d %v", tag, n, ok, wn, wok)
+		}
+	}
+	if _, ok := tagRows([]byte("SELECT 1")); ok {
+		t.Error("a tag without its NUL read")
 	}
 }
