@@ -50,8 +50,12 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 	for _, k := range sortedKeys(rp.NotReplayed) {
 		fmt.Fprintf(w, "; %d not replayed (%s)", rp.NotReplayed[k], k)
 	}
-	fmt.Fprintf(w, "\n    transactions %d captured, %d replayed (committed blocks and autocommit statements; of them COMMITs %d and %d)\n",
+	fmt.Fprintf(w, "\n    transactions %d captured, %d replayed (committed blocks and autocommit statements; of them COMMITs %d and %d)",
 		rp.CapturedTransactions, rp.ReplayedTransactions, rp.CapturedCommits, rp.ReplayedCommits)
+	if n := rp.ServerRollbacks; n > 0 {
+		fmt.Fprintf(w, "; %d rolled back by the replay where a deadlock had rolled them back in the capture", n)
+	}
+	fmt.Fprintln(w)
 	if l := rp.Lag; l != nil {
 		fmt.Fprintf(w, "    lag          behind schedule when issued: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",
 			l.P50Ms, l.P95Ms, l.P99Ms, l.MaxMs)

@@ -50,7 +50,11 @@ type Replay struct {
 	WritesChanged int64    `json:"writes_changed,omitempty"`
 	TablesChanged []string `json:"tables_changed,omitempty"`
 	WritesUntold  int64    `json:"writes_untold,omitempty"`
-	FromWire      bool     `json:"from_wire,omitempty"`
+	// ServerRollbacks: transactions the replay rolled back itself where
+	// the server had rolled them back in the capture (a MySQL deadlock)
+	// and the replay's statement succeeded.
+	ServerRollbacks int64 `json:"server_rollbacks,omitempty"`
+	FromWire        bool  `json:"from_wire,omitempty"`
 	// Admin are the statements skipped because they change the server
 	// (fingerprint: count); --replay-admin sends them.
 	Admin map[string]int64 `json:"admin_skipped,omitempty"`

@@ -686,7 +686,8 @@ func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *r
 		Errors: res.Errors, NotReplayed: res.NotReplayed, CapturedCommits: res.CapturedCommits,
 		ReplayedCommits: res.ReplayedCommits, CapturedTransactions: res.CapturedTransactions,
 		ReplayedTransactions: res.ReplayedTransactions, Notes: res.Notes, Literals: o.Literals,
-		WritesChanged: res.WritesChanged, TablesChanged: res.TablesChanged, WritesUntold: res.WritesUntold, FromWire: res.FromWire}
+		WritesChanged: res.WritesChanged, TablesChanged: res.TablesChanged, WritesUntold: res.WritesUntold, FromWire: res.FromWire,
+		ServerRollbacks: res.ServerRollbacks}
 	if len(res.Admin) > 0 {
 		rp.Admin = res.Admin
 	}

@@ -434,6 +434,17 @@ func (p *play) session(ctx context.Context, i int) {
 			lag = max(0, issued.Sub(due))
 		}
 		p.rec.statement(p.c, i, next, took, lag, waited, tag, err, how)
+		if err == nil && inBlock && p.rolledBackByServer(st) {
+			// The server rolled the captured transaction back with its
+			// deadlock and the client went on without a ROLLBACK of its
+			// own (sysbench begins again): the replay, which escaped the
+			// deadlock, ends its transaction the same way, or it would
+			// commit what the server threw away.
+			if _, rerr := conn.Simple(ctx, "ROLLBACK"); rerr == nil {
+				inBlock = false
+				p.rec.serverRollback()
+			}
+		}
 		p.completed(i, next)
 		if !inBlock && p.sync != nil {
 			p.sync.unfree(i)
@@ -441,6 +452,15 @@ func (p *play) session(ctx context.Context, i int) {
 	}
 	// Hold the connection until the captured disconnection.
 	sleepUntil(ctx, p.at(s.End))
+}
+
+// rolledBackByServer is whether a captured statement's error rolled its
+// whole transaction back on the server without the client asking: a
+// MySQL or MariaDB deadlock (SQLSTATE 40001). PostgreSQL's errors leave
+// the block aborted until the client's own ROLLBACK, which the capture
+// holds.
+func (p *play) rolledBackByServer(st *capture.Statement) bool {
+	return p.c.Engine == capture.EngineMySQL && st.Error != nil && st.Error.SQLState == "40001"
 }
 
 // maxBatch bounds the statements sent in one round trip.
@@ -477,6 +497,8 @@ func (p *play) batchFrom(conn engine.ReplayConn, s, i int, inBlock bool) []int {
 		switch {
 		case p.why[st.Text] != "" || st.ParamsTruncated:
 			return out
+		case p.rolledBackByServer(st):
+			return out // alone: what follows depends on its outcome
 		case kind == txBegin && j > i:
 			return out
 		case j > i && (!p.at(st.Offset).Before(time.Now()) || (p.sync != nil && !p.sync.ready(s, j))):

@@ -60,6 +60,11 @@ type Result struct {
 	// failed in the application (ErrorsKnown false).
 	WritesChanged, WritesUntold int64
 	TablesChanged               []string
+	// ServerRollbacks counts the transactions the replay rolled back
+	// because the server had in the capture (a MySQL deadlock, which
+	// ends the transaction without the client's ROLLBACK) where the
+	// replay's statement succeeded.
+	ServerRollbacks int64
 	// FromWire: the capture came from the wire (rows affected known).
 	FromWire bool
 	// Admin lists the statements skipped because they change the server
@@ -316,6 +321,14 @@ func (r *recorder) sessionFailed(err error) {
 
 func (r *recorder) sessionStarted() { r.mu.Lock(); r.active++; r.mu.Unlock() }
 func (r *recorder) sessionEnded()   { r.mu.Lock(); r.active--; r.mu.Unlock() }
+
+// serverRollback counts a transaction the replay rolled back as the
+// server had in the capture.
+func (r *recorder) serverRollback() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.ServerRollbacks++
+}
 
 func (r *recorder) skipped(reason string) {
 	r.mu.Lock()
