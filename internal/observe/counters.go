@@ -57,6 +57,21 @@ type serverCounters struct {
 	// window's deltas start and end at, so that the load profile's OS
 	// figures cover the same time as the database's counters.
 	winStartOS, winFromOS *ostat.Snapshot
+
+	// settle, when set (PostgreSQL 15+), has the sessions publish their
+	// counts before each reading (settle.go); a settled reading is
+	// stamped with the instant its epoch began. The window's deltas run
+	// from the reading taken at once at its start (winStart); settledStart
+	// is the reading taken once the sessions published, and startAdj what
+	// lies between the two, which the window leaves out when its last
+	// reading was settled too (winFromSettled). When it was not (the
+	// server stopped answering before the sessions published), the start
+	// stays the one taken at once, so that both edges lag alike.
+	settle         *Settler
+	settledStart   *pgstat.Snapshot
+	startAdj       map[string]float64
+	winFromSettled bool
+	settleNotes    []string
 }
 
 // begin takes the first reading, once the engine set stats and sampler.
@@ -76,6 +91,7 @@ func (sc *serverCounters) own() int64 {
 		n += sc.sampler.Transactions()
 	}
 	n += sc.ob.host.statements() // one transaction each
+	n += sc.settle.flushes()     // the sessions' flushes before the readings
 	return n
 }
 
@@ -91,7 +107,8 @@ func (sc *serverCounters) run(ctx context.Context) {
 func (sc *serverCounters) tick(ctx context.Context, m *moment) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	s, err := sc.stats.Read(ctx)
+	settled := sc.waitSettle(ctx, m.epoch, m.at.Add(settleWait), "")
+	s, err := sc.read(ctx, m, settled)
 	if err != nil {
 		if ctx.Err() == nil {
 			sc.ob.fail("database", err)
@@ -113,7 +130,17 @@ func (sc *serverCounters) tick(ctx context.Context, m *moment) {
 		sc.ob.record(result.JournalEntry{DB: &iv})
 	}
 	sc.prev, sc.ownPrev = s, own
-	sc.advance(s, own, m.os)
+	sc.advance(s, own, m.os, settled)
+}
+
+// read reads the counters; a settled reading is stamped with the instant
+// its epoch began, which is what the sessions' counts in it reach.
+func (sc *serverCounters) read(ctx context.Context, m *moment, settled bool) (*pgstat.Snapshot, error) {
+	s, err := sc.stats.Read(ctx)
+	if err == nil && settled && !m.at.IsZero() {
+		s.At = m.at
+	}
+	return s, err
 }
 
 // resetBetween tells whether the server's counters went back between two
@@ -130,9 +157,9 @@ func resetBetween(fig figures, a, b *pgstat.Snapshot) bool {
 }
 
 // advance adds the reading s to the window's deltas when the window is
-// open; os is the database host's reading taken with it. Call with mu
-// held.
-func (sc *serverCounters) advance(s *pgstat.Snapshot, own int64, os *ostat.Snapshot) {
+// open; os is the database host's reading taken with it, and settled
+// says the sessions published their counts for it. Call with mu held.
+func (sc *serverCounters) advance(s *pgstat.Snapshot, own int64, os *ostat.Snapshot, settled bool) {
 	switch {
 	case sc.winOpen.IsZero() || sc.winEnd != nil:
 		return
@@ -154,7 +181,7 @@ func (sc *serverCounters) advance(s *pgstat.Snapshot, own int64, os *ostat.Snaps
 			sc.win[sc.commitKey] -= float64(own - sc.winOwn)
 		}
 	}
-	sc.winFrom, sc.winOwn, sc.winFromOS = s, own, os
+	sc.winFrom, sc.winOwn, sc.winFromOS, sc.winFromSettled = s, own, os, settled
 }
 
 // mark starts and stops the sampler's count at the window's edges.
@@ -171,10 +198,14 @@ func (sc *serverCounters) mark(p int) {
 }
 
 // edge reads the counters at an edge of the window, after the database
-// host (m.os), as the database may be slow to answer.
+// host (m.os), as the database may be slow to answer. With a Settler, the
+// start is read twice, at once and once the sessions published their
+// counts, and the end once they did (the sessions stop after it: the
+// wait is longer).
 func (sc *serverCounters) edge(ctx context.Context, p int, m *moment) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	defer sc.settle.edgeRead(m.epoch)
 	switch p {
 	case driver.Measure:
 		sc.winOpen, sc.win = time.Now(), map[string]float64{}
@@ -183,14 +214,17 @@ func (sc *serverCounters) edge(ctx context.Context, p int, m *moment) {
 			sc.ob.fail("database (window start)", err)
 			return
 		}
-		sc.winStart, sc.winFrom, sc.winOwn = s, s, sc.own()
+		own := sc.own()
+		sc.winStart, sc.winFrom, sc.winOwn = s, s, own
 		sc.winStartOS, sc.winFromOS = m.os, m.os
+		sc.settleStart(ctx, m, s, own)
 	case driver.Drain:
-		s, err := sc.stats.Read(ctx)
+		settled := sc.waitSettle(ctx, m.epoch, m.at.Add(settleEnd), "end")
+		s, err := sc.read(ctx, m, settled)
 		if err != nil {
 			sc.ob.fail("database (window end)", err)
 		} else {
-			sc.advance(s, sc.own(), m.os)
+			sc.advance(s, sc.own(), m.os, settled)
 		}
 		// The window's counters end at its last reading; when that is not
 		// the edge (the server did not answer), the rest of the window is
@@ -199,6 +233,44 @@ func (sc *serverCounters) edge(ctx context.Context, p int, m *moment) {
 		sc.winEnd = sc.winFrom
 	}
 }
+
+// settleStart reads the counters again once the sessions published what
+// they did before the window's start (s and own are the reading taken at
+// once); call with mu held.
+func (sc *serverCounters) settleStart(ctx context.Context, m *moment, s *pgstat.Snapshot, own int64) {
+	if !sc.waitSettle(ctx, m.epoch, m.at.Add(settleWait), "start") {
+		return
+	}
+	s2, err := sc.read(ctx, m, true)
+	if err != nil || resetBetween(sc.fig, s, s2) {
+		return
+	}
+	adj := pgstat.Delta(s, s2)
+	if sc.commitKey != "" {
+		adj[sc.commitKey] -= float64(sc.own() - own)
+	}
+	sc.settledStart, sc.startAdj = s2, adj
+}
+
+// waitSettle waits for the sessions to publish their counts for epoch,
+// at most until deadline; it tells whether the reading can be taken as
+// settled (a Settler wraps the sessions), noting the sessions that were
+// late at the window's edge (its "start" or "end"; "" for a tick). Call
+// with mu held.
+func (sc *serverCounters) waitSettle(ctx context.Context, epoch int, deadline time.Time, edge string) bool {
+	if sc.settle == nil || epoch == 0 {
+		return false
+	}
+	late, of, ok := sc.settle.wait(ctx, epoch, deadline)
+	if ok && late > 0 && edge != "" {
+		sc.settleNotes = append(sc.settleNotes, lateNote(edge, late, of))
+	}
+	return ok
+}
+
+// settled tells whether the window's deltas run between readings taken
+// once the sessions had published their counts, at both ends.
+func (sc *serverCounters) settled() bool { return sc.winFromSettled && sc.startAdj != nil }
 
 // profiler turns the window's deltas d, over covered seconds, into an
 // engine's load and IO profiles and its own sections of r; lag, when not
@@ -214,8 +286,19 @@ func (sc *serverCounters) finishWindow(r *result.Run, profiles profiler) {
 		if start == nil {
 			start = &pgstat.Snapshot{}
 		}
-		r.DBCounters = &result.Counters{Start: start.Counters, End: sc.winEnd.Counters}
 		d := maps.Clone(sc.win)
+		if sc.settled() {
+			// Both edges settled: the window starts at the reading taken
+			// once the sessions had published what came before it.
+			start = sc.settledStart
+			for k, v := range sc.startAdj {
+				if _, ok := d[k]; ok {
+					d[k] -= v
+				}
+			}
+			r.Warnings = append(r.Warnings, sc.settleNotes...)
+		}
+		r.DBCounters = &result.Counters{Start: start.Counters, End: sc.winEnd.Counters}
 		if v, ok := d[sc.commitKey]; ok && sc.commitKey != "" && v < 0 {
 			// The collectors' own commits outnumber what the server has
 			// counted: backends report their counts up to a second late,

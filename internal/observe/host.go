@@ -36,12 +36,14 @@ type hostSource struct {
 	runAt *ostat.Snapshot // the first reading, at the run's start
 	// The readings at the window's edges, and the series.
 	winStart, winEnd *ostat.Snapshot
-	series           *metrics.Bounded[ostat.Rates]
-	drv              *ostat.Reader
-	drvStart         *ostat.Snapshot
-	drvEnd           *ostat.Snapshot
-	warmupOtherCPU   float64 // cores used by neither driver nor server during the warm-up
-	warmupMeasured   bool
+	// taken holds an edge's reading taken at the edge itself (early).
+	taken          map[int]*ostat.Snapshot
+	series         *metrics.Bounded[ostat.Rates]
+	drv            *ostat.Reader
+	drvStart       *ostat.Snapshot
+	drvEnd         *ostat.Snapshot
+	warmupOtherCPU float64 // cores used by neither driver nor server during the warm-up
+	warmupMeasured bool
 	// The database host's disclosure, taken at the start, and its data
 	// directory (a path on that host).
 	info    disclose.HostInfo
@@ -175,19 +177,40 @@ func (h *hostSource) read(ctx context.Context, kind string) *ostat.Snapshot {
 func (h *hostSource) edge(ctx context.Context, p int, m *moment) {
 	switch p {
 	case driver.Measure:
-		m.os = h.readEdge(ctx, &h.winStart, &h.drvStart)
+		m.os = h.readEdge(ctx, p, &h.winStart, &h.drvStart)
 		if m.os != nil && m.os.At.Sub(h.runAt.At) > h.ob.interval/2 {
 			h.warmupOtherCPU = ostat.Between(h.runAt, m.os).OtherCPUCores
 			h.warmupMeasured = true
 		}
 	case driver.Drain:
-		m.os = h.readEdge(ctx, &h.winEnd, &h.drvEnd)
+		m.os = h.readEdge(ctx, p, &h.winEnd, &h.drvEnd)
 	}
 }
 
-func (h *hostSource) readEdge(ctx context.Context, dst, drv **ostat.Snapshot) *ostat.Snapshot {
+// early takes edge p's reading at once, in the caller's goroutine (the
+// driver's, at the edge), when the database host is this host: its /proc
+// is read in a few milliseconds and never waits on a network.
+func (h *hostSource) early(p int) {
+	if h == nil || h.name != dbhost.Local || !h.local {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if s := h.read(context.Background(), "os"); s != nil {
+		if h.taken == nil {
+			h.taken = map[int]*ostat.Snapshot{}
+		}
+		h.taken[p] = s
+	}
+}
+
+func (h *hostSource) readEdge(ctx context.Context, p int, dst, drv **ostat.Snapshot) *ostat.Snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.taken[p]; s != nil {
+		*dst = s
+		return s
+	}
 	if h.drv != nil {
 		s, err := h.drv.Read()
 		if err != nil {

@@ -3,7 +3,9 @@
 // own connections (which never hang and come back), starts and ticks one
 // source per origin of figures (the database engine's counters, the
 // database host's OS), keeps the measured window's edges across resets
-// and outages, and writes the result's sections: disclosure, database
+// and outages (on PostgreSQL 15+ with the run's sessions publishing their
+// statistics before each reading: settle.go, which the runner wraps the
+// sessions with), and writes the result's sections: disclosure, database
 // and OS counters, series, load and IO profiles, waits, and the
 // collectors' warnings. It knows nothing of workloads or of how a run is
 // orchestrated: the runner hands it the target and calls Start, Phase,
@@ -21,6 +23,7 @@ import (
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/disclose"
 	"github.com/dbparity/dbparity/internal/collect/ostat"
+	"github.com/dbparity/dbparity/internal/driver"
 	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/result"
@@ -98,7 +101,17 @@ type background interface{ run(ctx context.Context) }
 // moment is one tick's or edge's readings, handed from source to source:
 // the host's source, first, leaves its reading for the engine's.
 type moment struct {
-	os *ostat.Snapshot // the database host's reading; nil when none
+	os    *ostat.Snapshot // the database host's reading; nil when none
+	at    time.Time       // the tick's or the edge's instant (the driver's)
+	epoch int             // the Settler's epoch it began (0 without one)
+}
+
+// edgeAt is an edge of the window due to be read: its phase, instant and
+// epoch.
+type edgeAt struct {
+	p     int
+	at    time.Time
+	epoch int
 }
 
 // engines makes the source of each dialect's counters.
@@ -136,12 +149,15 @@ type Observer struct {
 	errMu sync.Mutex
 	errs  map[string]*collectorError
 
-	conns      []*collectorConn
-	cancel     context.CancelFunc
-	unwatch    func() bool // ends the watch on the run's context (one per repetition otherwise)
-	done       sync.WaitGroup
-	edges      chan int // phases whose edge snapshot is due
-	edgesDone  chan struct{}
+	conns     []*collectorConn
+	cancel    context.CancelFunc
+	unwatch   func() bool // ends the watch on the run's context (one per repetition otherwise)
+	done      sync.WaitGroup
+	edges     chan edgeAt // edges whose snapshots are due
+	edgesDone chan struct{}
+	// settler, when the engine has one, has the run's sessions publish
+	// their counts at the window's edges (settle.go).
+	settler    *Settler
 	warnings   []string
 	statements int64 // sent by the collectors' connections
 }
@@ -246,14 +262,19 @@ func (ob *Observer) run(ctx context.Context) {
 	}
 	ob.done.Add(1)
 	go func() { defer ob.done.Done(); ob.tick(ctx) }()
-	ob.edges, ob.edgesDone = make(chan int, 2), make(chan struct{})
+	ob.edges, ob.edgesDone = make(chan edgeAt, 2), make(chan struct{})
 	go func() {
 		defer close(ob.edgesDone)
-		for p := range ob.edges {
-			ob.edge(ctx, p)
+		for e := range ob.edges {
+			ob.edge(ctx, e.p, &moment{at: e.at, epoch: e.epoch})
 		}
 	}()
 }
+
+// Settler is what the runner wraps the sessions' connections and
+// transactions with so that they publish their counts at the window's
+// edges; nil when the engine needs none (or the collectors are off).
+func (ob *Observer) Settler() *Settler { return ob.settler }
 
 // tick reads the sources every interval for the series.
 func (ob *Observer) tick(ctx context.Context) {
@@ -264,7 +285,8 @@ func (ob *Observer) tick(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m := &moment{}
+			m := &moment{at: time.Now()}
+			m.epoch = ob.settler.beginTick()
 			for _, s := range ob.sources() {
 				s.tick(ctx, m)
 			}
@@ -272,28 +294,42 @@ func (ob *Observer) tick(ctx context.Context) {
 	}
 }
 
-// Phase is the driver's call at the window's edges: it must not block,
-// so the snapshots are taken on the edge goroutine, in order.
-func (ob *Observer) Phase(p int, _ time.Time) {
+// Phase is the driver's call at the window's edges. It must not wait for
+// a database, so the snapshots are taken on the edge goroutine, in order;
+// but the sessions' cue to publish their counts is given here, at the
+// edge itself. So is, at the window's end, the reading of this host's
+// /proc when the database runs here and its sessions publish their
+// counts (a Settler): on a saturated host the edge goroutine wakes late
+// (0.1-0.2 s with a CPU hog per core), after the sessions that end the
+// run have closed and taken their backends' run-queue waits with them.
+// The read takes a few milliseconds, up to 0.7 s on a saturated host; the
+// window's end is fixed already, but the sessions stop only after it:
+// work the Settler keeps out of the window's counters, which the late
+// reading of a server without one (MySQL, PostgreSQL before 15) would
+// count. At the start it would lengthen the window.
+func (ob *Observer) Phase(p int, at time.Time) {
 	if ob.edges == nil {
 		return
 	}
+	epoch := ob.settler.beginEdge()
+	if p == driver.Drain && ob.settler != nil {
+		ob.host.early(p)
+	}
 	select {
-	case ob.edges <- p:
+	case ob.edges <- edgeAt{p, at, epoch}:
 	default: // only two edges ever come
 	}
 }
 
 // edge takes the snapshots of one edge of the window: what costs nothing
-// first, then the OS (local, at once), then the database, which may be
-// slow to answer.
-func (ob *Observer) edge(ctx context.Context, p int) {
+// first, then the OS (unless Phase took it), then the database, which may
+// be slow to answer.
+func (ob *Observer) edge(ctx context.Context, p int, m *moment) {
 	for _, s := range ob.sources() {
 		if mk, ok := s.(marker); ok {
 			mk.mark(p)
 		}
 	}
-	m := &moment{}
 	for _, s := range ob.sources() {
 		s.edge(ctx, p, m)
 	}
@@ -315,7 +351,9 @@ func (ob *Observer) Finish(r *result.Run) error {
 		s.finish(r)
 	}
 	r.DBSeries = ob.series.Points()
-	r.CollectorStatements = ob.statements
+	// The sessions' flushes are the collectors' too: the server counts
+	// them as transactions, which the collectors take out.
+	r.CollectorStatements = ob.statements + ob.settler.flushes()
 	if ob.testsIO {
 		r.IO = r.ComputeIOUnits()
 	}

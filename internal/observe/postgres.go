@@ -40,6 +40,12 @@ func (p *postgres) start(_, ctx context.Context) error {
 		return err
 	}
 	p.stats, p.commitKey = pg, "pg_stat_database.xact_commit"
+	if pg.Version >= 150000 && pgstat.CanForceFlush(ctx, c) {
+		// The sessions publish their counts before every reading
+		// (pg_stat_force_next_flush, 15+; settle.go).
+		p.settle = newSettler()
+		ob.settler = p.settle
+	}
 	w, err := pgstat.Preflight(ctx, c)
 	ob.warnings = append(ob.warnings, w...)
 	if err != nil {
@@ -75,13 +81,21 @@ func (p *postgres) profiles(r *result.Run, d map[string]float64, covered float64
 		// through the statistics collector, up to 500 ms
 		// (PGSTAT_STAT_INTERVAL); from 15 it flushes them at most
 		// once a second (PGSTAT_MIN_INTERVAL). Each edge of a short
-		// window can miss that much.
+		// window can miss that much, unless the sessions published
+		// their counts at both edges (settle.go): before 15 they
+		// cannot, and on 15+ the server may have stopped answering
+		// before they did. Another client's counts still lag.
 		late, how := 1.0, "flushed at most once a second"
 		if db.VersionNum < 150000 {
 			late, how = 0.5, "the statistics collector"
 		}
 		lag = fmt.Sprintf("PostgreSQL %s publishes a busy session's counters up to %g s late (%s): over %.0f s, up to %.0f%% off",
 			db.Version, late, how, covered, 100*late/covered)
+		if p.settled() {
+			lag = fmt.Sprintf("PostgreSQL %s publishes a busy session's counters up to %g s late (%s): "+
+				"the run's sessions published theirs at the window's edges; another client's may be off by that much at each edge",
+				db.Version, late, how)
+		}
 	}
 	return lp, io, lag
 }

@@ -37,15 +37,14 @@ func TestFrozenWindowFigures(t *testing.T) {
 			// Frozen 7.5 s into the window: the statements time out at
 			// 10.5 s, after the window ended at 10 s.
 			var frozeAt time.Time
-			// A warm-up, as by default: PostgreSQL's backends report their
-			// counts up to a second late, at the window's start as at its
-			// last reading, so that the lags mostly cancel (without one the
-			// start lags nothing and the profile's rates come out low). The
-			// lags differ by up to a second: 7 s answered keep that within
-			// 15%.
+			// A warm-up, as by default. PostgreSQL's backends publish their
+			// counts up to a second late (later when their flush finds the
+			// lock taken); the sessions publish theirs before every reading
+			// (observe.Settler), so the last reading before the freeze is
+			// right, and so is the window's start.
 			o := RunOptions{Common: c, Label: "frozen", Users: users, Duration: window, Warmup: 2 * time.Second,
 				Faults: Faults{StatementTimeout: timeout}, Out: filepath.Join(t.TempDir(), "r.json")}
-			phaseHook = func(p int, at time.Time) {
+			o.phaseHook = func(p int, at time.Time) {
 				if p == driver.Measure {
 					time.AfterFunc(time.Until(at.Add(7500*time.Millisecond)), func() {
 						frozeAt = time.Now()
@@ -53,7 +52,6 @@ func TestFrozenWindowFigures(t *testing.T) {
 					})
 				}
 			}
-			defer func() { phaseHook = nil }()
 			defer inst.Signal(syscall.SIGCONT)
 			err := Run(ctx, o)
 			inst.Signal(syscall.SIGCONT)
@@ -79,27 +77,43 @@ func TestFrozenWindowFigures(t *testing.T) {
 			}
 
 			// Point 1: each rate of the load profile against the same rate
-			// over the unfrozen part of the window.
+			// over the time it covers, which must be the unfrozen part of
+			// the window up to its last reading before the freeze (a tick
+			// of the series and the sessions' flushes: under 1.7 s). The
+			// series are integrated over exactly that time, a partly
+			// covered interval in proportion: with hogs beside the test a
+			// second's rate moves by 10% and more.
 			lp := r.LoadProfile
 			if lp == nil {
 				t.Fatalf("no load profile; warnings %q", r.Warnings)
 			}
 			start := r.MeasureStart.Sub(r.Start).Seconds()
-			unfrozen := func(at, secs float64) bool { return at-secs >= start-0.05 && at <= froze+start }
+			if lp.Seconds > froze+0.05 || lp.Seconds < froze-1.7 {
+				t.Errorf("the profile covers %.2f s of the window, frozen %.2f s into it: want its last reading before the freeze", lp.Seconds, froze)
+			}
+			cut := start + lp.Seconds
+			// within is the part of [at-secs, at] (seconds from the run's
+			// start) inside the covered time.
+			within := func(at, secs float64) float64 {
+				if secs <= 0 {
+					return 0
+				}
+				return max(min(at, cut)-max(at-secs, start), 0) / secs
+			}
 			var txs, secs float64
 			for _, iv := range r.Series {
-				if iv.Phase == "measure" && unfrozen(iv.At, iv.Seconds) {
-					txs += float64(iv.Commits + iv.Rollbacks + iv.Errors)
-					secs += iv.Seconds
+				if f := within(iv.At, iv.Seconds); iv.Phase == "measure" && f > 0 {
+					txs += f * float64(iv.Commits+iv.Rollbacks+iv.Errors)
+					secs += f * iv.Seconds
 				}
 			}
 			var cpu, cpuSecs float64
 			if r.OS != nil {
 				for _, p := range r.OS.Series {
 					at := p.To.Sub(r.Start).Seconds()
-					if p.ServerCPUCores != nil && unfrozen(at, p.IntervalS) {
-						cpu += *p.ServerCPUCores * p.IntervalS
-						cpuSecs += p.IntervalS
+					if f := within(at, p.IntervalS); p.ServerCPUCores != nil && f > 0 {
+						cpu += *p.ServerCPUCores * f * p.IntervalS
+						cpuSecs += f * p.IntervalS
 					}
 				}
 			}
@@ -110,12 +124,15 @@ func TestFrozenWindowFigures(t *testing.T) {
 				}
 				return *l.PerSecond, true
 			}
+			// Issue 48: within 10%, with a CPU hog on every core beside the
+			// test.
 			near := func(what string, got, want float64) {
-				t.Logf("%s: %.2f/s in the profile, %.2f/s over the unfrozen part", what, got, want)
-				if math.Abs(got-want) > 0.25*want {
-					t.Errorf("%s: %.2f/s in the load profile, %.2f/s over the unfrozen part of the window: more than 25%% apart", what, got, want)
+				t.Logf("%s: %.3f/s in the profile, %.3f/s over the time it covers", what, got, want)
+				if math.Abs(got-want) > 0.10*want {
+					t.Errorf("%s: %.3f/s in the load profile, %.3f/s over the unfrozen part of the window it covers: more than 10%% apart", what, got, want)
 				}
 			}
+			t.Logf("profile over %.2f s (%s); driver: %.0f transactions in %.2f s", lp.Seconds, lp.Note, txs, secs)
 			if got, ok := rate("Transactions"); !ok || secs == 0 {
 				t.Errorf("no transactions rate (%v) or no unfrozen driver interval (%v s)", ok, secs)
 			} else {

@@ -81,6 +81,9 @@ type RunOptions struct {
 	// MetricsLinger keeps the endpoint up this long after the command's
 	// work, serving the final values (--metrics-linger).
 	MetricsLinger time.Duration
+	// phaseHook, when set, is told of each phase change of the run: a
+	// test's way to inject a fault at a known instant of the window.
+	phaseHook func(p int, at time.Time)
 }
 
 // Faults are the limits that end a run that cannot be trusted.
@@ -446,10 +449,14 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 			lr.Tick(live.State{Phase: s.Phase, Sessions: s.Sessions, Rate: rate, RateLag: s.RateLag, Outage: s.Outage})
 		}
 	}
+	// On PostgreSQL 15+ the sessions publish their counts before each
+	// reading of the collectors (observe.Settler).
+	connect, newWorker := settled(ob.Settler(), t.Connect,
+		func(id int) workload.Worker { return w.NewWorker(global(id), o.Seed, t.Dialect) })
 	res, runErr := driver.Run(ctx, driver.Config{
 		Users: users, Warmup: o.Warmup, Duration: o.Duration, TxTypes: types,
-		NewWorker:        func(id int) workload.Worker { return w.NewWorker(global(id), o.Seed, t.Dialect) },
-		Connect:          t.Connect,
+		NewWorker:        newWorker,
+		Connect:          connect,
 		Rate:             rate,
 		Arrival:          o.Arrival,
 		Seed:             o.Seed,
@@ -463,8 +470,8 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 		OnPhase: func(p int, at time.Time) {
 			ob.Phase(p, at)
 			lr.Phase(driver.PhaseNames[p])
-			if phaseHook != nil {
-				phaseHook(p, at)
+			if o.phaseHook != nil {
+				o.phaseHook(p, at)
 			}
 		},
 		Ready: h.ready,
@@ -484,10 +491,6 @@ func drive(ctx context.Context, t *opened, o RunOptions, r *result.Run, h hooks)
 	}
 	return r, runErr, nil
 }
-
-// phaseHook, when set, is told of each phase change of every run: a
-// test's way to inject a fault at a known instant of the window.
-var phaseHook func(p int, at time.Time)
 
 // journalTick writes one tick of the driver to the journal. The first
 // write error is printed at once; returned, it ends the run.

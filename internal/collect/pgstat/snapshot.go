@@ -171,6 +171,16 @@ func try(ctx context.Context, c engine.Conn, q string) error {
 	return err
 }
 
+// CanForceFlush tells whether a session of this server can make its
+// backend publish its counts at once: pg_stat_force_next_flush() (15+,
+// executable by every role), which a server that speaks PostgreSQL's
+// protocol and reports 15 may not have.
+func CanForceFlush(ctx context.Context, c engine.Conn) bool {
+	var ok bool
+	err := c.QueryRow(ctx, "SELECT to_regprocedure('pg_stat_force_next_flush()') IS NOT NULL").Scan(&ok)
+	return err == nil && ok
+}
+
 // Reads is the number of readings taken: each one a transaction in the
 // server's counters.
 func (r *Reader) Reads() int64 { return r.reads }
