@@ -107,7 +107,11 @@ func TestPartsOnDriverHosts(t *testing.T) {
 			mc, m.Statements, m.RoundTrips, committed, statements, roundTrips)
 	}
 	t.Logf("%d transactions on %s from %s and %s; windows %.2f ms apart", mc, h.Hostname, ds[0].Hostname, ds[1].Hostname, m.Merged.SkewMs)
-	if m.Merged.SkewMs > 10 {
-		t.Errorf("the parts' windows are %.2f ms apart, want within 10 ms", m.Merged.SkewMs)
+	// Each part starts its window when it wakes after the barrier: within
+	// 1 ms on a quiet machine (bench/hosts: 0.74 ms), 19.7 ms with the
+	// rest of the suite running beside, where a thread wakes tens of ms
+	// late. A barrier that did not hold would leave them a warm-up apart.
+	if m.Merged.SkewMs > 100 {
+		t.Errorf("the parts' windows are %.2f ms apart, want within 100 ms", m.Merged.SkewMs)
 	}
 }

@@ -23,6 +23,7 @@ import (
 // host. A role that may not read the host's files gets one warning naming
 // the GRANT, and the run still succeeds.
 func TestDatabaseHostSources(t *testing.T) {
+	t.Parallel()
 	tg, inst := managedServer(t, "fsync=on") // commits reach the disk, so disk counts move
 	ctx := context.Background()
 	c, out := common(t, tg)

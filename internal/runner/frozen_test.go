@@ -21,6 +21,7 @@ import (
 // outage starts at the last answer, not at the timeout. PostgreSQL and
 // MariaDB.
 func TestFrozenWindowFigures(t *testing.T) {
+	t.Parallel()
 	servers := map[string]func(t *testing.T) (Target, *managed.Instance){
 		"postgres": func(t *testing.T) (Target, *managed.Instance) { return managedServer(t) },
 		"mariadb":  frozenMariaDB,

@@ -9,9 +9,9 @@ import (
 // TestMain runs up to four of the package's parallel tests at once
 // unless -parallel says otherwise: most of their time is windows of a
 // fixed length (a warm-up, a measured window) during which a test waits
-// on its server rather than on a CPU, so four overlap on two cores. The
-// tests that compare figures against a quiet reading, or capture the
-// loopback interface, do not call t.Parallel and run before them.
+// on its server rather than on a CPU, so four overlap on two cores. A
+// test that sets the environment (t.Setenv) or decides on the host's
+// CPU use does not call t.Parallel and runs before them.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	set := false

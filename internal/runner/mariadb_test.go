@@ -522,6 +522,7 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 // of its starting tables, ends as the original did, no statement's rows
 // differing.
 func TestWireSniffSysbenchMariaDB(t *testing.T) {
+	t.Parallel()
 	tg := managedMariaDB(t)
 	sysbench, err := exec.LookPath("sysbench")
 	if err != nil {

@@ -40,6 +40,7 @@ func TestWireCapturePgbench(t *testing.T) {
 // The same read passively from the loopback interface's packets
 // (AF_PACKET), the clients connected to the server itself.
 func TestWireSniffPgbench(t *testing.T) {
+	t.Parallel()
 	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, 0)
 	if err != nil {
 		t.Skipf("reading packets needs CAP_NET_RAW (run the tests as root): %v", err)
