@@ -66,6 +66,11 @@ const (
 
 // Instance is a running cluster.
 type Instance struct {
+	// myTmp is a MariaDB server's own tmpdir (removed at Stop): its
+	// temporary tables are named by its PID, and in /tmp a server in
+	// another PID namespace with the same number removed them.
+	myTmp string
+
 	Engine             Engine
 	DataDir, SocketDir string
 	Port               int
@@ -178,6 +183,10 @@ func (i *Instance) Stop() error {
 		return err
 	}
 	i.stopWatchdog()
+	if i.myTmp != "" {
+		os.RemoveAll(i.myTmp)
+		i.myTmp = ""
+	}
 	if i.tmpSocket {
 		if err := os.RemoveAll(i.SocketDir); err != nil {
 			return fmt.Errorf("remove socket directory: %w", err)

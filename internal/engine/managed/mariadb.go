@@ -120,6 +120,17 @@ func StartMariaDB(ctx context.Context, o Options) (_ *Instance, err error) {
 	if err := i.prepareDirs(); err != nil {
 		return nil, err
 	}
+	// A tmpdir of its own: MariaDB names its temporary tables by its PID
+	// (#sql-temptable-PID-...), and in the shared /tmp a server in another
+	// PID namespace with the same number deleted them ("Error on delete
+	// of '/tmp/#sql-temptable-...'", an install that failed on
+	// "Could not remove temporary table").
+	if i.myTmp, err = os.MkdirTemp("", "dbparity-mytmp-"); err != nil {
+		return nil, fmt.Errorf("mariadb tmpdir: %w", err)
+	}
+	if err := i.own(i.myTmp); err != nil {
+		return nil, fmt.Errorf("mariadb tmpdir: %w", err)
+	}
 	if !i.initialised() {
 		i.logf("mariadb-install-db %s (MariaDB %s, as user %s)", i.DataDir, i.Version, i.OSUser)
 		if err := i.installDB(ctx); err != nil {
@@ -204,7 +215,7 @@ func (i *Instance) locateMariaDB(ctx context.Context, o Options) error {
 }
 
 func (i *Instance) installDB(ctx context.Context) error {
-	out, err := i.commandAt(ctx, i.installBin, "--no-defaults", "--datadir="+i.DataDir,
+	out, err := i.commandAt(ctx, i.installBin, "--no-defaults", "--datadir="+i.DataDir, "--tmpdir="+i.myTmp,
 		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
 	if err == nil {
 		return nil
@@ -231,6 +242,7 @@ func (i *Instance) writeMyProfile(wanted []setting) error {
 		{"socket", i.socket()},
 		{"pid_file", filepath.Join(i.DataDir, "postmaster.pid")},
 		{"log_error", filepath.Join(i.DataDir, "server.log")},
+		{"tmpdir", i.myTmp},
 		{"port", strconv.Itoa(port)},
 		{"max_connections", "300"},
 		{"skip_name_resolve", "1"},
