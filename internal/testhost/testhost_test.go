@@ -68,8 +68,11 @@ func TestRelayDelay(t *testing.T) {
 	if q(relayed, 0) < 2*oneWay {
 		t.Errorf("the least relayed round trip %v is below the %v added", q(relayed, 0), 2*oneWay)
 	}
-	if med := q(relayed, 0.5) - q(direct, 0.5); med > 2*oneWay+200*time.Microsecond {
-		t.Errorf("the relay added %v to the median round trip, asked for %v", med, 2*oneWay)
+	// What it adds beyond the delay, on the least of 300 (the median
+	// depends on how late a busy host wakes the relay: 1.0 ms added for
+	// 0.5 ms asked with a second suite beside).
+	if least := q(relayed, 0) - q(direct, 0); least > 2*oneWay+200*time.Microsecond {
+		t.Errorf("the relay added %v to the least round trip, asked for %v", least, 2*oneWay)
 	}
 }
 
