@@ -96,32 +96,8 @@ func runInit() int {
 	if err != nil {
 		return fail("config: %v", err)
 	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fail("make mounts private: %v", err)
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fail("mount /proc: %v", err)
-	}
-	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
-		return fail("hostname: %v", err)
-	}
-	// One byte at a time: what follows the line is the agent's.
-	var line []byte
-	for {
-		var b [1]byte
-		n, err := os.Stdin.Read(b[:])
-		if n == 1 {
-			if b[0] == '\n' {
-				break
-			}
-			line = append(line, b[0])
-		}
-		if err != nil {
-			return fail("no go from the parent: %v", err)
-		}
-	}
-	if string(line) != "go" {
-		return fail("the parent said %q", line)
+	if err := enterNamespaces(c.Hostname); err != nil {
+		return fail("%v", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -412,4 +388,39 @@ func tbfArgs(dev string, mbit float64) []string {
 	burst := max(int(mbit*1e6/8/100), 32<<10)
 	return []string{"qdisc", "replace", "dev", dev, "root", "tbf", "rate", fmt.Sprintf("%.0fkbit", mbit*1000),
 		"burst", strconv.Itoa(burst), "latency", "50ms"}
+}
+
+// enterNamespaces is the start of a PID 1 of a host's namespaces: it
+// makes the mount namespace's mounts private, mounts its own /proc, sets
+// the host name, and waits for the parent's "go" line (its end of the
+// veth pair is then in the network namespace). It reads stdin one byte
+// at a time: what follows the line is not its to read.
+func enterNamespaces(hostname string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := unix.Sethostname([]byte(hostname)); err != nil {
+		return fmt.Errorf("hostname: %w", err)
+	}
+	var line []byte
+	for {
+		var b [1]byte
+		n, err := os.Stdin.Read(b[:])
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			return fmt.Errorf("no go from the parent: %w", err)
+		}
+	}
+	if string(line) != "go" {
+		return fmt.Errorf("the parent said %q", line)
+	}
+	return nil
 }

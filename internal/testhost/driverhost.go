@@ -402,31 +402,8 @@ func runDriverInit() int {
 	}
 	os.Unsetenv(envRole)
 	os.Unsetenv(envConfig)
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fail("make mounts private: %v", err)
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fail("mount /proc: %v", err)
-	}
-	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
-		return fail("hostname: %v", err)
-	}
-	var line []byte
-	for {
-		var b [1]byte
-		n, err := os.Stdin.Read(b[:])
-		if n == 1 {
-			if b[0] == '\n' {
-				break
-			}
-			line = append(line, b[0])
-		}
-		if err != nil {
-			return fail("no go from the parent: %v", err)
-		}
-	}
-	if string(line) != "go" {
-		return fail("the parent said %q", line)
+	if err := enterNamespaces(c.Hostname); err != nil {
+		return fail("%v", err)
 	}
 	for _, f := range []string{"all", "default"} {
 		os.WriteFile("/proc/sys/net/ipv6/conf/"+f+"/disable_ipv6", []byte("1"), 0)
