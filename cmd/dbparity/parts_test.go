@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,15 +162,20 @@ func TestPartsAsJob(t *testing.T) {
 		}
 		total += tx.Committed
 	}
-	// The mix: New-Order about 45%, Payment 43%, the others 4% each.
+	// The mix: New-Order about 45%, Payment 43%, the others 4% each;
+	// within 4 points and four binomial standard deviations of the run's
+	// count (a loaded CI host ran 21 transactions in the 4 s: 3 Stock-Levels
+	// of 21 are 14%, a draw of 1 in 30 at 4%).
+	t.Logf("%d transactions in the merged run", total)
 	for _, tx := range merged.Transactions {
 		share := float64(tx.Committed+tx.Rollbacks) / float64(total)
 		want := map[string]float64{"new_order": 0.45, "payment": 0.43}[tx.Name]
 		if want == 0 {
 			want = 0.04
 		}
-		if share < want-0.04 || share > want+0.04 {
-			t.Errorf("%s is %.1f%% of the merged run, want about %.0f%%", tx.Name, 100*share, 100*want)
+		margin := 0.04 + 4*math.Sqrt(want*(1-want)/float64(max(total, 1)))
+		if share < want-margin || share > want+margin {
+			t.Errorf("%s is %.1f%% of the merged run's %d, want %.0f%% ± %.1f", tx.Name, 100*share, total, 100*want, 100*margin)
 		}
 	}
 	var seriesCommits int64
@@ -178,7 +184,10 @@ func TestPartsAsJob(t *testing.T) {
 			seriesCommits += iv.Commits
 		}
 	}
-	if seriesCommits < total*9/10 || seriesCommits > total*11/10 {
+	// The series counts a transaction in the second it ended, the run in
+	// the window it began: each session may differ by one at each edge.
+	edge := max(total/10, 2*int64(merged.Driver.Users))
+	if seriesCommits < total-edge || seriesCommits > total+edge {
 		t.Errorf("the merged series count %d commits in the window, the run %d", seriesCommits, total)
 	}
 

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -597,17 +598,25 @@ func driverSide(source string) bool {
 // alignSeries sums the parts' series by wall-clock second (on part 0's
 // clock) from start; percentiles are the highest of the parts'.
 func alignSeries(parts []*Run, order []int, shift func(*Run, time.Time) time.Time, start time.Time) []metrics.Interval {
-	byKey := map[int64]*metrics.Interval{}
-	var keys []int64
+	// An interval is keyed by its phase and its rounded end: a part's short
+	// drain interval ending 0.3 s after the window must not fold into
+	// another part's last measured second (a merged series counted 27
+	// commits in the window where the run counted 21).
+	type key struct {
+		phase string
+		at    int64
+	}
+	byKey := map[key]*metrics.Interval{}
+	var keys []key
 	for _, i := range order {
 		p := parts[i]
 		base := shift(p, p.Start).Sub(start).Seconds()
 		for _, iv := range p.Series {
-			k := int64(math.Round(base + iv.At))
+			k := key{iv.Phase, int64(math.Round(base + iv.At))}
 			x, ok := byKey[k]
 			if !ok {
 				c := iv
-				c.At = float64(k)
+				c.At = float64(k.at)
 				byKey[k], keys = &c, append(keys, k)
 				continue
 			}
@@ -618,7 +627,10 @@ func alignSeries(parts []*Run, order []int, shift func(*Run, time.Time) time.Tim
 			x.Seconds = max(x.Seconds, iv.Seconds)
 		}
 	}
-	slices.Sort(keys)
+	rank := map[string]int{"warmup": 0, "measure": 1, "drain": 2}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(rank[a.phase], rank[b.phase]))
+	})
 	out := make([]metrics.Interval, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, *byKey[k])

@@ -95,6 +95,36 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// A part's drain interval, 0.3 s long, ends in the same rounded second as
+// the other part's last measured one: it stays in the drain, so the merged
+// series counts in the window what the parts counted there.
+func TestMergeSeriesKeepsPhases(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := splitPart(t, 0, t0, 0, 100, time.Millisecond, 0)
+	b := splitPart(t, 1, t0.Add(10*time.Millisecond), 0, 100, time.Millisecond, 0)
+	for _, p := range []*Run{a, b} {
+		p.Series = []metrics.Interval{{At: 1, Seconds: 1, Phase: "warmup", Commits: 7}}
+		for s := 2; s <= 11; s++ {
+			p.Series = append(p.Series, metrics.Interval{At: float64(s), Seconds: 1, Phase: "measure", Commits: 10})
+		}
+	}
+	b.Series = append(b.Series, metrics.Interval{At: 11.3, Seconds: 0.3, Phase: "drain", Commits: 6})
+	m, err := Merge([]*Run{a, b}, []string{"a.json", "b.json"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for i, iv := range m.Series {
+		got[iv.Phase] += iv.Commits
+		if i > 0 && iv.At < m.Series[i-1].At {
+			t.Errorf("interval %d at %.0f s after one at %.0f s", i, iv.At, m.Series[i-1].At)
+		}
+	}
+	if got["warmup"] != 14 || got["measure"] != 200 || got["drain"] != 6 || m.Series[len(m.Series)-1].Phase != "drain" {
+		t.Errorf("merged series by phase %v, want warmup 14, measure 200, drain 6 last", got)
+	}
+}
+
 // A part killed outright and recovered from its journal merges with the
 // others without --force: the journal holds the part (its header) and how
 // its start was agreed (a line written then), the end of its window is
