@@ -8,7 +8,11 @@
 // server-side prepared statement after its fifth execution
 // (prepareThreshold).
 //
-// Run as: java -cp postgresql.jar JdbcApp.java JDBC-URL SECONDS
+// Run as: java -cp postgresql.jar JdbcApp.java JDBC-URL SECONDS [MIN]
+//
+// With MIN, each thread goes on past SECONDS until it committed MIN
+// transactions: a test on a loaded host gets its count however slowly the
+// JVM started.
 import java.math.BigDecimal;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -32,12 +36,13 @@ public class JdbcApp {
     public static void main(String[] args) throws Exception {
         String url = args[0];
         long deadline = System.nanoTime() + Long.parseLong(args[1]) * 1_000_000_000L;
+        int min = args.length > 2 ? Integer.parseInt(args[2]) : 0;
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < THREADS; t++) {
             final int id = t;
             Thread th = new Thread(() -> {
                 try {
-                    work(url, id, deadline);
+                    work(url, id, deadline, min);
                 } catch (Exception e) {
                     synchronized (failures) {
                         failures.add("thread " + id + ": " + e);
@@ -58,7 +63,7 @@ public class JdbcApp {
         }
     }
 
-    static void work(String url, int id, long deadline) throws SQLException {
+    static void work(String url, int id, long deadline, int min) throws SQLException {
         Random rnd = new Random(1000 + id);
         LocalDateTime base = LocalDateTime.of(2024, 1, 1, 0, 0);
         try (Connection c = DriverManager.getConnection(url)) {
@@ -69,8 +74,8 @@ public class JdbcApp {
             PreparedStatement insert = c.prepareStatement(
                     "INSERT INTO jledger(account, amount, note, at, credit, qty) VALUES (?, ?, ?, ?, ?, ?)");
             PreparedStatement hot = c.prepareStatement("UPDATE jhot SET n = n + ?, last_thread = ? WHERE id = 1");
-            int seq = 0;
-            while (System.nanoTime() < deadline) {
+            int seq = 0, done = 0;
+            while (System.nanoTime() < deadline || done < min) {
                 seq++;
                 int account = 1 + rnd.nextInt(ACCOUNTS);
                 BigDecimal amount = BigDecimal.valueOf(rnd.nextInt(20000) - 10000, 2);
@@ -101,6 +106,7 @@ public class JdbcApp {
                     hot.executeUpdate();
                     c.commit();
                     committed.incrementAndGet();
+                    done++;
                 } catch (SQLException e) {
                     c.rollback();
                     String state = e.getSQLState();

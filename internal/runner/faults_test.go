@@ -17,9 +17,16 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/compare"
+	"github.com/dbparity/dbparity/internal/driver"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 )
+
+// fault is a step of a case's plan: do, at after the measured window began.
+type fault struct {
+	at time.Duration
+	do func()
+}
 
 // Faults injected into a managed server in the middle of a run: each ends
 // in bounded time with an honest, complete result file. The subtests share
@@ -37,14 +44,32 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 			t.Errorf("signal %v: %v", sig, err)
 		}
 	}
-	// run runs o after the fault plan and returns its result, its error and
+	// run runs o and returns its result, its error and
 	// how long it took.
-	run := func(t *testing.T, ctx context.Context, o RunOptions) (*result.Run, error, time.Duration) {
+	// how long it took from the start of its measured window. The faults
+	// of a case are timed from that start too (plan): on a loaded host the
+	// run's setup took more than the 1.5 s a fault waited, and the server
+	// froze before the run could connect.
+	run := func(t *testing.T, ctx context.Context, o RunOptions, plan ...fault) (*result.Run, error, time.Duration) {
 		t.Helper()
 		o.Common, o.Label, o.Users = c, "fault", 4
 		o.Out = filepath.Join(t.TempDir(), "r.json")
 		start := time.Now()
+		began := make(chan time.Time, 1)
+		o.phaseHook = func(p int, at time.Time) {
+			if p != driver.Measure {
+				return
+			}
+			began <- at
+			for _, f := range plan {
+				time.AfterFunc(f.at-time.Since(at), f.do)
+			}
+		}
 		err := Run(ctx, o)
+		select {
+		case start = <-began:
+		default:
+		}
 		took := time.Since(start)
 		r, rerr := result.Read(o.Out)
 		if rerr != nil {
@@ -58,10 +83,9 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 	for _, host := range []string{"local", "sql"} {
 		t.Run("frozen, database host "+host, func(t *testing.T) {
 			// Frozen 1.5 s into a 4 s window, statements time out after 2 s.
-			time.AfterFunc(1500*time.Millisecond, func() { signal(syscall.SIGSTOP) })
 			defer signal(syscall.SIGCONT)
 			r, err, took := run(t, ctx, RunOptions{Duration: 4 * time.Second, Faults: Faults{StatementTimeout: 2 * time.Second},
-				Collect: CollectOptions{DBHost: host}})
+				Collect: CollectOptions{DBHost: host}}, fault{1500 * time.Millisecond, func() { signal(syscall.SIGSTOP) }})
 			t.Logf("frozen server, database host %s: run ended after %s: %v", host, took, err)
 			// The window ends at 4 s; the run within 2 × the timeout after it
 			// (a second more for a busy machine).
@@ -91,12 +115,18 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 		// the run within 5 s all the same.
 		ictx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		time.AfterFunc(time.Second, func() { signal(syscall.SIGSTOP) })
 		defer signal(syscall.SIGCONT)
-		var cancelled time.Time
-		time.AfterFunc(2*time.Second, func() { cancelled = time.Now(); cancel() })
-		r, err, _ := run(t, ictx, RunOptions{Duration: time.Minute})
-		after := time.Since(cancelled)
+		cancelled := make(chan time.Time, 1)
+		r, err, _ := run(t, ictx, RunOptions{Duration: time.Minute},
+			fault{time.Second, func() { signal(syscall.SIGSTOP) }},
+			fault{2 * time.Second, func() { cancelled <- time.Now(); cancel() }})
+		var at time.Time
+		select {
+		case at = <-cancelled:
+		default:
+			t.Fatalf("the run ended before it was interrupted: %v", err)
+		}
+		after := time.Since(at)
 		t.Logf("interrupted a run on a frozen server: it ended %s after the interrupt", after)
 		if after > 5*time.Second {
 			t.Errorf("the run ended %s after Ctrl-C, want within 5 s", after)
@@ -129,16 +159,15 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 	})
 
 	t.Run("killed and restarted", func(t *testing.T) {
-		time.AfterFunc(1500*time.Millisecond, func() { signal(syscall.SIGKILL) })
 		restarted := make(chan error, 1)
-		time.AfterFunc(3*time.Second, func() { restarted <- inst.Restart(ctx) })
+		plan := []fault{{1500 * time.Millisecond, func() { signal(syscall.SIGKILL) }}, {3 * time.Second, func() { restarted <- inst.Restart(ctx) }}}
 		// Every session fails a few reconnects while the server is down:
 		// not what this case tests, so the error threshold is lifted.
 		pct := 20.0
 		// A restart takes 2 s here, up to 5.5 s on a busy machine (reaping,
 		// crash recovery); then the sessions' back-off (up to 2 s): the
 		// window leaves room for both.
-		r, err, took := run(t, ctx, RunOptions{Duration: 12 * time.Second, Faults: Faults{MaxErrorPct: &pct}})
+		r, err, took := run(t, ctx, RunOptions{Duration: 12 * time.Second, Faults: Faults{MaxErrorPct: &pct}}, plan...)
 		if err := <-restarted; err != nil {
 			t.Fatalf("restart: %v", err)
 		}
@@ -155,7 +184,7 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 		if outage == nil {
 			t.Fatalf("no outage among the events %+v", r.Events)
 		}
-		from, to := outage.Start.Sub(r.Start), outage.End.Sub(r.Start)
+		from, to := outage.Start.Sub(r.MeasureStart), outage.End.Sub(r.MeasureStart)
 		if from < time.Second || from > 3*time.Second || to < 3*time.Second || outage.Failed < 4 || outage.Reconnects < 1 {
 			t.Errorf("outage from %s to %s, %d failed, %d reconnects: down from 1.5 s to 3 s", from, to, outage.Failed, outage.Reconnects)
 		}
@@ -195,8 +224,8 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 	})
 
 	t.Run("killed and down", func(t *testing.T) {
-		time.AfterFunc(1500*time.Millisecond, func() { signal(syscall.SIGKILL) })
-		r, err, took := run(t, ctx, RunOptions{Duration: time.Minute, Faults: Faults{AbortAfter: 3 * time.Second}})
+		r, err, took := run(t, ctx, RunOptions{Duration: time.Minute, Faults: Faults{AbortAfter: 3 * time.Second}},
+			fault{1500 * time.Millisecond, func() { signal(syscall.SIGKILL) }})
 		t.Logf("killed for good at 1.5 s: run ended after %s: %v", took, err)
 		if took > 8*time.Second {
 			t.Errorf("run took %s: killed at 1.5 s, abort after 3 s", took)

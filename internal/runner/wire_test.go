@@ -379,7 +379,7 @@ func TestWireCapturePgJDBC(t *testing.T) {
 	}, func(inst *managed.Instance) {
 		c = throughProxy(t, inst, "pgJDBC", func(port int) *exec.Cmd {
 			url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/%s?user=%s&ApplicationName=jdbcapp", port, inst.Database, inst.User)
-			return exec.Command(java, "-cp", jar, app, url, "4")
+			return exec.Command(java, "-cp", jar, app, url, "4", "75") // 75 commits a thread however loaded the host
 		})
 	})
 	rec.capture = filepath.Join(t.TempDir(), "wire.capture")
