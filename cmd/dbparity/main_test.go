@@ -19,6 +19,7 @@ import (
 	"github.com/dbparity/dbparity/internal/metrics"
 	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
+	"github.com/dbparity/dbparity/internal/testpar"
 )
 
 var bin string
@@ -32,15 +33,8 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		panic(string(out))
 	}
-	// Up to four parallel tests at once unless -parallel says otherwise:
-	// most of their time is a run's window of fixed length, spent waiting
-	// on a server rather than on a CPU.
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", "4")
-	}
+	testpar.Default(4)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -359,7 +359,14 @@ func RunCaveats(r *result.Run, file string) []Caveat {
 	}
 	if rp := r.Replay; rp != nil {
 		if rp.EndStateDiffers() {
-			add(KindEndState, 1, strings.TrimPrefix(rp.EndState.Summary, "end state: "), "")
+			what := strings.TrimPrefix(rp.EndState.Summary, "end state: ")
+			if n := len(rp.Releases); n > 0 {
+				// The likeliest cause a reader can act on: the replay let
+				// sessions run in another order than the capture's there.
+				what += fmt.Sprintf("; the replay released %d synchronisation %s to break cycles with the server's lock waits, and the sessions ran in another order there",
+					n, plural(n, "wait", "waits"))
+			}
+			add(KindEndState, 1, what, "")
 		}
 		if l := rp.Lag; l != nil && l.MaxMs > 1000 {
 			add(KindLag, l.MaxMs, fmt.Sprintf("lag p50 %s, max %s", Seconds(l.P50Ms/1000), Seconds(l.MaxMs/1000)), "")

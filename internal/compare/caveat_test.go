@@ -231,3 +231,21 @@ func TestShareOfRunsDecides(t *testing.T) {
 		t.Errorf("2 of 8 runs on a busy host, 1 driver-bound: %s %q", a.Label, a.Lines)
 	}
 }
+
+// An end state that differs after the replay let sessions go in another
+// order to break cycles says so in its caveat: the cause a reader acts on.
+func TestEndStateCaveatNamesReleases(t *testing.T) {
+	r := quiet()
+	r.Replay = &result.Replay{CaptureSeconds: 10, ReplaySeconds: 10,
+		EndState: &result.EndState{Match: 1, Of: 2, Summary: "end state: 1 of 2 tables match"},
+		Releases: []result.ReplayRelease{{AtS: 1.9}, {AtS: 5.5}}}
+	for _, c := range RunCaveats(r, "x.json") {
+		if c.Kind == KindEndState {
+			if !strings.Contains(c.Detail, "1 of 2 tables match; the replay released 2 synchronisation waits") {
+				t.Errorf("caveat %q", c.Detail)
+			}
+			return
+		}
+	}
+	t.Error("no end-state caveat")
+}

@@ -12,6 +12,7 @@ import (
 // fails, on PostgreSQL (one pipeline up to its sync) as on MariaDB (one
 // multi-statement query), and each statement's outcome is its own.
 func TestReplayBatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, name := range []string{"postgres", "mariadb"} {
 		t.Run(name, func(t *testing.T) {

@@ -36,6 +36,7 @@ func (c *setConn) Exec(ctx context.Context, q string, args ...any) (int64, error
 // put-back that fails is an error naming the statement to run, not
 // silence.
 func TestPrepareKeysRestore(t *testing.T) {
+	t.Parallel()
 	b := MySQL.BlockTable("slob_1")
 	c := &setConn{}
 	restore, err := b.PrepareKeys(context.Background(), c)

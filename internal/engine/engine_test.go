@@ -13,6 +13,7 @@ import (
 )
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url     string
 		dialect Dialect
@@ -43,6 +44,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"db1:5432", "oracle://x", "mysql://root:pw@h", "sqlite://", "postgres://u:pw@h:notaport/db", "sqlite://x.db?%zz"} {
 		_, err := Open(u)
 		if err == nil {
@@ -60,6 +62,7 @@ func TestOpenErrors(t *testing.T) {
 // it could not read) nor the input reaches the error. hunter2 and its
 // halves are the password, or where a mistyped password lands.
 func TestOpenErrorsHidePasswords(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ target, shown, problem string }{
 		{"postgres://u:hunter2@h:99999999/db", "postgres://u:xxxxx@h:99999999/db", "port is out of range"},
 		{"postgres://u:hunter2@h:notaport/db", "postgres://u:xxxxx@h:xxxxx/db", "port is not a number"},
@@ -105,6 +108,7 @@ func TestOpenErrorsHidePasswords(t *testing.T) {
 // Redaction masks the password's position, so a password that equals the
 // user, the database, "postgres" or "1" is masked there and nowhere else.
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		// URL: user info and password parameters.
 		{"postgres://bench:bench@db1/bench", "postgres://bench:xxxxx@db1/bench"},
@@ -151,6 +155,7 @@ func TestRedact(t *testing.T) {
 // target holds, is masked where it stands and the target still opens:
 // nothing compares values.
 func TestOpenPasswordsLikeOtherParts(t *testing.T) {
+	t.Parallel()
 	for _, pw := range []string{"bench", "benchdb", "postgres", "1"} {
 		for _, tc := range []struct{ target, shown string }{
 			{"postgres://bench:" + pw + "@/benchdb?host=/tmp&port=1", "postgres://bench:xxxxx@/benchdb?host=/tmp&port=1"},
@@ -172,6 +177,7 @@ func TestOpenPasswordsLikeOtherParts(t *testing.T) {
 }
 
 func TestSQLiteSettings(t *testing.T) {
+	t.Parallel()
 	tg, err := Open("sqlite:///tmp/x.db?_busy_timeout=5")
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +189,7 @@ func TestSQLiteSettings(t *testing.T) {
 }
 
 func TestRebindNumbered(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"SELECT $1, $2":                   "SELECT ?1, ?2",
 		"SELECT '$1' || $1":               "SELECT '$1' || ?1",
@@ -196,6 +203,7 @@ func TestRebindNumbered(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err   error
 		name  string
@@ -313,6 +321,7 @@ func FuzzOpen(f *testing.F) {
 // OnThisHost decides whether the database host is read from this host's
 // /proc, so an address that is not loopback must never count as local.
 func TestOnThisHost(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]bool{
 		"sqlite://x.db": true,
 		"postgres:///bench?host=/var/run/postgresql": true,

@@ -51,6 +51,7 @@ func mariaDBWith(t *testing.T, o managed.Options) *managed.Instance {
 }
 
 func TestMySQLURLs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ url, err string }{
 		{"mysql://u:secret@db1/bench", ""},
 		{"mariadb://u@db1:3307/bench?tls=skip-verify&readTimeout=5s", ""},
@@ -78,6 +79,7 @@ func TestMySQLURLs(t *testing.T) {
 // The URL's parameters reach the driver as its DSN parser reads them, a
 // TLS server name from the URL's host, and the password never in an error.
 func TestMySQLParametersPassThrough(t *testing.T) {
+	t.Parallel()
 	tg, err := Open("mysql://u:secret@db1.example:3307/bench?tls=true&maxAllowedPacket=1000000&checkConnLiveness=false")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +93,7 @@ func TestMySQLParametersPassThrough(t *testing.T) {
 }
 
 func TestSplitUpdateReturning(t *testing.T) {
+	t.Parallel()
 	u, s, ok := SplitUpdateReturning("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2 RETURNING d_tax, d_next_o_id - 1")
 	if !ok || u != "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2" ||
 		s != "SELECT d_tax, d_next_o_id - 1 FROM district WHERE d_w_id = $1 AND d_id = $2" {
@@ -117,6 +120,7 @@ func TestSplitUpdateReturning(t *testing.T) {
 // round trips counted at the socket, and a deadlock classified as
 // retryable.
 func TestMySQLSession(t *testing.T) {
+	t.Parallel()
 	inst := mariaDB(t)
 	tg, err := Open(inst.URL())
 	if err != nil {
@@ -279,6 +283,7 @@ func TestMySQLSession(t *testing.T) {
 // session whose server is killed gets an error classified as a lost
 // connection, never a hang.
 func TestMySQLServerFrozenThenKilled(t *testing.T) {
+	t.Parallel()
 	inst := mariaDB(t)
 	tg, err := Open(inst.URL())
 	if err != nil {
@@ -363,6 +368,7 @@ func TestMySQLServerFrozenThenKilled(t *testing.T) {
 // context already ended sends nothing; one that ends mid-command stops
 // it at once with its own error.
 func TestMySQLContextEndsOnlyItsCommand(t *testing.T) {
+	t.Parallel()
 	c := openSession(t, mariaDB(t).URL())
 	ctx := context.Background()
 	var one int64
@@ -427,6 +433,7 @@ func TestMySQLContextEndsOnlyItsCommand(t *testing.T) {
 // backslashes, NUL and Ctrl-Z in strings, bytes, times, numbers, NULL; a
 // ? inside a quoted literal stays text.
 func TestMySQLBatchLiterals(t *testing.T) {
+	t.Parallel()
 	c := openSession(t, mariaDB(t).URL())
 	ctx := context.Background()
 	strs := []string{"", "plain", "it's", "''", `back\slash`, `\'`, "nul\x00byte", "ctrl\x1az", "naïve 東京 🚀", "a;b -- c /* d */", "?", "$1"}
@@ -487,6 +494,7 @@ func TestMySQLBatchLiterals(t *testing.T) {
 // own thread) returns when its context ends, the connection marked lost,
 // never a hang; the session's next connection works.
 func TestMySQLBatchStallsMidAnswer(t *testing.T) {
+	t.Parallel()
 	inst := mariaDB(t)
 	tg, err := Open(inst.URL())
 	if err != nil {
@@ -531,6 +539,7 @@ func TestMySQLBatchStallsMidAnswer(t *testing.T) {
 // text longer, shorter and far shorter than any before are each read
 // whole and right, in one round trip, none waiting near its deadline.
 func TestMySQLBatchesOverTCP(t *testing.T) {
+	t.Parallel()
 	inst := mariaDBWith(t, managed.Options{Loopback: true})
 	root, err := Open(inst.URL())
 	if err != nil {
@@ -649,6 +658,7 @@ func TestMySQLBatchesOverTCP(t *testing.T) {
 // kept, packets of 16 MB and more both ways, and the driver's path where
 // the socket's bytes are not the protocol's own.
 func TestMySQLWire(t *testing.T) {
+	t.Parallel()
 	inst := mariaDB(t)
 	ctx := context.Background()
 	root, err := Open(inst.URL())

@@ -92,6 +92,7 @@ func column(name string, typ byte) []byte {
 // rows), read alike; values of each length encoding, NULL; an error
 // mid-rows; a packet out of sequence.
 func TestMyWirePackets(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("l", 300) // a length in 3 bytes (0xfc)
 	row := append([]byte{1, '7', 0xfb, 0xfc, byte(len(long)), byte(len(long) >> 8)}, long...)
 	eof := func(status byte) []byte { return []byte{0xfe, 0, 0, status, 0} }

@@ -47,6 +47,7 @@ func pgConnect(t *testing.T) Conn {
 // path encodes itself, and some it leaves to pgx's type map, and checks
 // what the server stored and what came back.
 func TestPostgresBatchTypes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgConnect(t)
 	if _, err := c.Exec(ctx, `CREATE TABLE t (id int PRIMARY KEY, small smallint, big bigint, f float8, r real,
@@ -127,6 +128,7 @@ func TestPostgresBatchTypes(t *testing.T) {
 // refused before anything is sent, a failing statement is reported with
 // its SQLSTATE, and the connection goes on in both cases.
 func TestPostgresBatchErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := pgConnect(t)
 	if _, err := c.Exec(ctx, "CREATE TABLE k (id int PRIMARY KEY)"); err != nil {

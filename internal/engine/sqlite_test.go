@@ -21,6 +21,7 @@ func openTemp(t *testing.T) *Target {
 // transaction begins only when the first has ended, by commit, rollback,
 // a failed commit or the connection's close.
 func TestSQLiteWritersQueue(t *testing.T) {
+	t.Parallel()
 	tg := openTemp(t)
 	ctx := context.Background()
 	a, _ := tg.Connect(ctx)
@@ -81,6 +82,7 @@ func TestSQLiteWritersQueue(t *testing.T) {
 // A COMMIT that fails (here: a deferred foreign key violated) leaves no
 // transaction open and releases the write lock.
 func TestSQLiteFailedCommitReleases(t *testing.T) {
+	t.Parallel()
 	tg := openTemp(t)
 	ctx := context.Background()
 	a, _ := tg.Connect(ctx)
@@ -118,6 +120,7 @@ func TestSQLiteFailedCommitReleases(t *testing.T) {
 
 // Page cache counters of every connection add up on the target.
 func TestSQLiteEngineCounters(t *testing.T) {
+	t.Parallel()
 	tg := openTemp(t)
 	ctx := context.Background()
 	c, _ := tg.Connect(ctx)

@@ -44,6 +44,7 @@ func row(text, name string) []string {
 }
 
 func TestShowAbsentIsNA(t *testing.T) {
+	t.Parallel()
 	r := recovered(t)
 	var b bytes.Buffer
 	if err := Text(&b, r); err != nil {
@@ -92,6 +93,7 @@ func TestShowAbsentIsNA(t *testing.T) {
 // so. A merged file written before parts were flagged recovered tells
 // them by their CPUs (every measured part has some).
 func TestShowMergedRecoveredPartIsNA(t *testing.T) {
+	t.Parallel()
 	for _, flagged := range []bool{true, false} {
 		r := recovered(t)
 		r.PartialReason = "part 1: recovered from part-1.json.journal: the run died after 3s of its measured window"
@@ -127,6 +129,7 @@ func TestShowMergedRecoveredPartIsNA(t *testing.T) {
 // baseline lacks still show the other group's figures. A measured zero
 // stays a zero, with its ratio.
 func TestCompareAbsentIsNA(t *testing.T) {
+	t.Parallel()
 	whole, died := sample(t), recovered(t)
 	whole.OS.Window.CPUIowaitPct = 0 // a measured zero
 	for _, order := range [][]*result.Run{{whole, died}, {died, whole}} {
@@ -198,6 +201,7 @@ func TestCompareAbsentIsNA(t *testing.T) {
 // show --json of a recovered run writes null for what it does not know:
 // its statements, and its COMMITs' count when the checkpoint held none.
 func TestShowJSONRecoveredIsNull(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	if err := JSON(&b, recovered(t)); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // throughput verdict at its top step stays in its table), and a wait
 // difference that lies within the runs' own spread is no headline.
 func TestOneAnswer(t *testing.T) {
+	t.Parallel()
 	var ra, rb []*result.Run
 	var fa, fb []string
 	for _, u := range []float64{1, 2, 4} {
@@ -66,6 +67,7 @@ func TestOneAnswer(t *testing.T) {
 // per transaction; the waits of every run with samples, time and share;
 // rows no group has are left out.
 func TestAWRSideBySide(t *testing.T) {
+	t.Parallel()
 	a, fa := runs(t, "native", 2, 1)
 	b, fb := runs(t, "vm", 2, 0.9)
 	for _, r := range append(a, b...) {
@@ -93,6 +95,7 @@ func TestAWRSideBySide(t *testing.T) {
 // targets, throughput in total and per target, and the efficiency of the
 // targets added.
 func TestOverHosts(t *testing.T) {
+	t.Parallel()
 	agg := func(label string, n int) *result.Run {
 		var parts []*result.Run
 		for range n {
@@ -134,6 +137,7 @@ func TestOverHosts(t *testing.T) {
 // run of each group, waits, total time, the average wait and the share of
 // wait time, the class last; a group without them says n/a.
 func TestTimedWaitsSideBySide(t *testing.T) {
+	t.Parallel()
 	run := func(label string, count, secs float64) *result.Run {
 		r := sample(t)
 		r.Label, r.Partial, r.PartialReason = label, false, ""
@@ -173,6 +177,7 @@ func TestTimedWaitsSideBySide(t *testing.T) {
 // compiler that differs is a caveat, and settings whose defaults differ
 // by packaging are apart from those the version changed.
 func TestVersionsAnswer(t *testing.T) {
+	t.Parallel()
 	a, fa := runs(t, "pg15", 3, 1)
 	b, fb := runs(t, "pg17", 3, 0.85)
 	for _, r := range a {
@@ -217,6 +222,7 @@ func TestVersionsAnswer(t *testing.T) {
 // outcomes changed; show of a replay leads with them, and a replay that
 // fell behind says so there.
 func TestReplayAnswer(t *testing.T) {
+	t.Parallel()
 	replay := func(label string, secs float64, match int, changed int64, lagMs float64) *result.Run {
 		r := sample(t)
 		r.Label, r.Partial, r.PartialReason = label, false, ""
@@ -259,6 +265,7 @@ func TestReplayAnswer(t *testing.T) {
 
 // A single run whose throughput drifted says so in show, as compare does.
 func TestShowSaysDrift(t *testing.T) {
+	t.Parallel()
 	r := sample(t)
 	r.Partial, r.PartialReason = false, ""
 	for k := range 30 {
@@ -280,6 +287,7 @@ func TestShowSaysDrift(t *testing.T) {
 // Two rounds give a ratio and no interval, and the report is no finding;
 // the sweep's USL fit that failed is not kept, and says why.
 func TestTwoRoundsNoFinding(t *testing.T) {
+	t.Parallel()
 	a, fa := runs(t, "a", 2, 1)
 	b, fb := runs(t, "b", 2, 0.9)
 	for i := range a {

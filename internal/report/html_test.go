@@ -43,6 +43,7 @@ func chromiumFlags(dir string) []string {
 // nothing, and its charts render: the DOM holds them and the screenshot
 // has their ink.
 func TestCompareHTMLInChromium(t *testing.T) {
+	t.Parallel()
 	a, fa := runs(t, "native", 6, 1)
 	b, fb := runs(t, "vm", 6, 0.9)
 	for i, r := range append(a, b...) { // a throughput series for the chart
@@ -150,6 +151,7 @@ window.addEventListener("load", function () {
 // latency histogram spread over many buckets (whose labels must thin out)
 // and the throughput chart's warm-up label beside its ticks.
 func TestHTMLLabelsDoNotOverlap(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	a, fa := runs(t, "native", 3, 1)
 	b, fb := runs(t, "vm", 3, 0.9)
@@ -209,6 +211,7 @@ func TestHTMLLabelsDoNotOverlap(t *testing.T) {
 // its latency histograms and the host's CPU, carries show's full text, and
 // no two labels of a chart overlap.
 func TestRunHTMLInChromium(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	r := sample(t)
 	r.Driver.WarmupS = 3

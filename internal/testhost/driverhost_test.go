@@ -9,6 +9,7 @@ import (
 // A driver host is a host of its own (its name, its interfaces) that
 // reaches a test host across the links, and leaves nothing behind.
 func TestDriverHost(t *testing.T) {
+	t.Parallel()
 	h := Start(t, Options{Settings: []string{"fsync=off"}})
 	d := StartDriver(t, h)
 	out, err := d.Command("", "sh", "-c", "hostname; cat /proc/net/dev").CombinedOutput()

@@ -24,6 +24,7 @@ import (
 // The relay adds what it is asked to, not a millisecond: 0.25 ms each
 // way is a 0.5 ms round trip on top of loopback's.
 func TestRelayDelay(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func TestRelayDelay(t *testing.T) {
 // Several hosts at once (4; DBPARITY_TEST_HOSTS=8 for 8), each its own:
 // its address, its host name, its server; then nothing of them is left.
 func TestSeveralHosts(t *testing.T) {
+	t.Parallel()
 	n := 4
 	if v, err := strconv.Atoi(os.Getenv("DBPARITY_TEST_HOSTS")); err == nil && v > 0 {
 		n = v
@@ -173,6 +175,7 @@ func checkNothingLeft(t *testing.T, ns ...int) {
 // kills the rest of the namespace and deletes the link, and the next
 // Cleanup removes the cpuset and the record.
 func TestKilledOwner(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("DBPARITY_TESTHOST_OWNER") == "1" {
 		h, err := StartHost(Options{Settings: []string{"fsync=off"}})
 		if err != nil {
@@ -240,6 +243,7 @@ func TestKilledOwner(t *testing.T) {
 // A bandwidth cap (tbf on both ends of the link): 4 MiB from the server
 // at 20 Mbit/s take about 1.7 s.
 func TestRateCap(t *testing.T) {
+	t.Parallel()
 	const mbit, size = 20, 4 << 20
 	h := Start(t, Options{Settings: []string{"fsync=off"}, RateMbit: mbit})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -12,6 +12,7 @@ import (
 // SetCPUs confines every process of the server, and the backends it
 // forks afterwards, to the CPUs given.
 func TestSetCPUs(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	avail, err := cpuset.Available()
 	if err != nil {

@@ -195,6 +195,7 @@ func TestDistVersions(t *testing.T) {
 // changes, nothing is left in the cache, and the refusal is a usage error
 // in one line.
 func TestDistRefusesEscapes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base := t.TempDir()
 	// The unpack directory is cache/.unpacking-*: victim3 is three
@@ -286,6 +287,7 @@ func TestDistRefusesEscapes(t *testing.T) {
 // directory link an entry is written through, a hard link; a file given
 // twice is the later one.
 func TestDistLinksInside(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jar := distJarOf(t, t.TempDir(), "17.2",
 		tarLink("lib/libpq.so", "libpq.so.5"), // to a link
@@ -333,6 +335,7 @@ func TestDistLinksInside(t *testing.T) {
 // A damaged archive (cut short, or not an archive at all) is a usage
 // error in one line naming it, as a refused one is: issue 46 point 8.
 func TestDistDamaged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir, cache := t.TempDir(), filepath.Join(t.TempDir(), "pg-dist")
 	jar, err := os.ReadFile(distJar(t, t.TempDir(), "17.2"))
@@ -372,6 +375,7 @@ func TestDistDamaged(t *testing.T) {
 // The archives the artifact really has unpack whole (when the local Maven
 // repository holds one).
 func TestDistRealArchive(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("unpacks 15 MB of xz")
 	}

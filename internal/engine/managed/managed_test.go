@@ -122,6 +122,7 @@ func processUID(t *testing.T, pid int) string {
 }
 
 func TestStartStopRestart(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	dir := clusterDir(t)
 	conf := filepath.Join(dir, "extra.conf")
@@ -204,6 +205,7 @@ func abandon(inst *Instance) {
 // A server left running by a dead owner (whose watchdog died too) is
 // stopped and replaced.
 func TestStartReplacesLeftoverServer(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	a := start(t, Options{DataDir: data})
@@ -220,6 +222,7 @@ func TestStartReplacesLeftoverServer(t *testing.T) {
 // A start that fails says why in one line, from this start's log lines
 // only, and leaves nothing running.
 func TestFailedStartReportsServerLog(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	start(t, Options{DataDir: data}).Stop()
@@ -246,6 +249,7 @@ func TestFailedStartReportsServerLog(t *testing.T) {
 // When pg_ctl cannot stop the server, signals do; the data survives by
 // crash recovery.
 func TestKillFallback(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	inst := start(t, Options{DataDir: data})
@@ -270,6 +274,7 @@ func TestKillFallback(t *testing.T) {
 // Cancelling Start at any point leaves no server behind, and the data
 // directory usable (a cancelled initdb leaves no half-made cluster).
 func TestCancelledStartLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	for _, d := range []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond} {
@@ -293,6 +298,7 @@ func TestCancelledStartLeavesNothingRunning(t *testing.T) {
 // A data directory too long for a socket path gets a socket directory in
 // /tmp, removed by Stop.
 func TestLongDataDirUsesTemporarySocketDir(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), strings.Repeat("d", 90))
 	inst := start(t, Options{DataDir: data})
@@ -309,6 +315,7 @@ func TestLongDataDirUsesTemporarySocketDir(t *testing.T) {
 }
 
 func TestUnreachableDataDir(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	if os.Geteuid() != 0 {
 		t.Skip("only root runs the server as another user")
@@ -331,6 +338,7 @@ func TestUnreachableDataDir(t *testing.T) {
 // A directory holding something else is refused before it is touched
 // (as root it would be chowned).
 func TestNonEmptyDataDirRefused(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	dir := clusterDir(t)
 	if err := os.WriteFile(filepath.Join(dir, "precious"), []byte("x"), 0o644); err != nil {
@@ -346,6 +354,7 @@ func TestNonEmptyDataDirRefused(t *testing.T) {
 }
 
 func TestBadBinDir(t *testing.T) {
+	t.Parallel()
 	_, err := Start(context.Background(), Options{BinDir: t.TempDir(), DataDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "--pg-bin") {
 		t.Fatalf("got %v", err)
@@ -353,6 +362,7 @@ func TestBadBinDir(t *testing.T) {
 }
 
 func TestParseSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, name, value string
 		wantErr         string
@@ -392,6 +402,7 @@ func TestParseSetting(t *testing.T) {
 }
 
 func TestParseConfLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, name, value string
 		bad             bool
@@ -419,6 +430,7 @@ func TestParseConfLine(t *testing.T) {
 
 // quote and unquote agree, so any value reaches the server unchanged.
 func TestQuoteRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"", "8MB", "it's", `back\slash`, `'\''`, "%m # [%p] "} {
 		got, rest, err := unquote(quote(v))
 		if err != nil || rest != "" || got != v {
@@ -430,6 +442,7 @@ func TestQuoteRoundTrip(t *testing.T) {
 // Loopback adds 127.0.0.1 to the socket, on the same port; without it the
 // server is not on TCP at all.
 func TestLoopback(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	inst := start(t, Options{DataDir: filepath.Join(clusterDir(t), "pg"), Loopback: true})
 	tcp := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s", inst.User, inst.Port, inst.Database)

@@ -26,6 +26,7 @@ func needMariaDB(t *testing.T) {
 // second start finds the data kept and the first start's settings gone,
 // and SIGKILL of dbparity's side is covered by the same watchdog.
 func TestMariaDBStartStop(t *testing.T) {
+	t.Parallel()
 	needMariaDB(t)
 	dir := clusterDir(t)
 	conf := filepath.Join(dir, "extra.cnf")
@@ -105,6 +106,7 @@ func TestMariaDBStartStop(t *testing.T) {
 }
 
 func TestParseMySetting(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"innodb-buffer-pool-size=1G": "innodb_buffer_pool_size=1G",
 		"skip_log_bin":               "skip_log_bin=",

@@ -20,6 +20,7 @@ import (
 // process too and through a symlink, is refused at once naming the owner,
 // and the owner's server is left alone. Stop gives the directory up.
 func TestSecondStartRefused(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	dir := clusterDir(t)
 	data := filepath.Join(dir, "data")
@@ -61,6 +62,7 @@ func TestSecondStartRefused(t *testing.T) {
 // TestHelperOwner is no test: it is the dbparity that
 // TestKilledOwnerLeavesNoServer starts and kills.
 func TestHelperOwner(t *testing.T) {
+	t.Parallel()
 	data := os.Getenv("DBPARITY_TEST_OWNER_DATA")
 	if data == "" {
 		t.Skip("run by TestKilledOwnerLeavesNoServer only")
@@ -78,6 +80,7 @@ func TestHelperOwner(t *testing.T) {
 // A dbparity killed with SIGKILL leaves no server behind for more than
 // 5 s (its watchdog stops it), and the data directory is free again.
 func TestKilledOwnerLeavesNoServer(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	owner := exec.Command(os.Args[0], "-test.run=^TestHelperOwner$", "-test.count=1")
@@ -141,6 +144,7 @@ func TestKilledOwnerLeavesNoServer(t *testing.T) {
 // After every server process is killed, Restart brings the server back on
 // the same URL with the data committed before, and a new watchdog.
 func TestRestartAfterKill(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	inst := start(t, Options{DataDir: data})
@@ -181,6 +185,7 @@ func TestRestartAfterKill(t *testing.T) {
 // Stop of a frozen server (every process SIGSTOPped) takes seconds, not
 // pg_ctl's minute.
 func TestStopFrozenServer(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	inst := start(t, Options{DataDir: data})
@@ -231,6 +236,7 @@ func procField(pid, n int) string {
 // The watchdog fires when its pipe closes, as at dbparity's death, and
 // stops even a frozen server, every process of it, within 5 s.
 func TestWatchdogStopsFrozenServer(t *testing.T) {
+	t.Parallel()
 	needPostgres(t)
 	data := filepath.Join(clusterDir(t), "data")
 	inst := start(t, Options{DataDir: data})
