@@ -247,11 +247,13 @@ func Merge(parts []*Run, files []string, force bool) (*Run, error) {
 func mergeRates(parts []*Run) (*Rate, error) {
 	var out *Rate
 	queue := metrics.NewHistogram()
+	users, window := 0, 0.0
 	for _, p := range parts {
 		pr := p.Driver.Rate
 		if pr == nil {
 			continue
 		}
+		users, window = users+p.Driver.Users, max(window, p.MeasureEnd.Sub(p.MeasureStart).Seconds())
 		if out == nil {
 			out = &Rate{Arrival: pr.Arrival}
 		}
@@ -273,7 +275,7 @@ func mergeRates(parts []*Run) (*Rate, error) {
 		return nil, err
 	}
 	out.Queue = q
-	out.Judge()
+	out.Judge(users, window)
 	return out, nil
 }
 

@@ -456,14 +456,14 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	err = Replay(ctx, ReplayOptions{Common: Common{Target: in("sbwire"), Stdout: &out, Stderr: &out},
 		Capture: wirePath, Speed: 1, MapDB: map[string]string{"sbtest": "sbwire"}, Label: "wire", Out: path, Verify: end,
 		Collect: CollectOptions{Off: true}})
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrEndStateDiffers) {
 		t.Fatalf("replay of the wire capture: %v\n%s", err, out.String())
 	}
 	if r, err = result.Read(path); err != nil {
 		t.Fatal(err)
 	}
 	wrp, wes := r.Replay, r.Replay.EndState
-	if wes == nil || wes.Match != wes.Of || wes.Of != 2 {
+	if !equalOrReleased(t, r, 2) {
 		t.Errorf("wire capture's end state: %+v\n%s", wes, out.String())
 	}
 	// The log holds the test's own statements too (the SET GLOBAL that
@@ -648,24 +648,33 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp, es := r.Replay, r.Replay.EndState
-	// The end state is equal unless the replay let sessions go in another
-	// order to break a cycle with the server's lock waits (with two suites
-	// beside it, 2 releases and sbtest2 differing in k, c, pad): then the
-	// report must say so beside the difference.
-	equal := es != nil && es.Match == es.Of && es.Of == 2
-	if !equal && len(rp.Releases) > 0 {
-		var text bytes.Buffer
-		if err := report.Text(&text, r); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("end state differs after %d synchronisation releases: %s", len(rp.Releases), es.Summary)
-		equal = strings.Contains(text.String(), "released "+fmt.Sprint(len(rp.Releases))+" synchronisation")
-	}
-	if !equal || rp.Errors != 0 || rp.Divergent() != 0 || rp.RowsCompared < int64(c.Statements())/2 {
+	if !equalOrReleased(t, r, 2) || rp.Errors != 0 || rp.Divergent() != 0 || rp.RowsCompared < int64(c.Statements())/2 {
 		t.Errorf("end state %+v; errors %d, divergent %d, rows of %d of %d statements compared: %+v\n%s", es, rp.Errors, rp.Divergent(),
 			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
 	}
 	t.Logf("sniffed: %d statements; %s; rows of %d compared", c.Statements(), es.Summary, rp.RowsCompared)
+}
+
+// equalOrReleased tells whether the replay r ended with its of tables
+// equal to the capture's, or, where the replay let sessions go in another
+// order to break a cycle with the server's lock waits (sysbench's two
+// threads with two suites beside the test: 1 or 2 releases, a table's k
+// or c differing), whether its report says so beside the difference.
+func equalOrReleased(t *testing.T, r *result.Run, of int) bool {
+	t.Helper()
+	es := r.Replay.EndState
+	if es == nil || es.Of != of {
+		return false
+	}
+	if es.Match == es.Of || len(r.Replay.Releases) == 0 {
+		return es.Match == es.Of
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("end state differs after %d synchronisation releases: %s", len(r.Replay.Releases), es.Summary)
+	return strings.Contains(text.String(), fmt.Sprintf("released %d synchronisation", len(r.Replay.Releases)))
 }
 
 // copySbtest copies sysbench's tables of database sbtest into each of dbs

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dbparity/dbparity/internal/driver"
 	"github.com/dbparity/dbparity/internal/engine/managed"
 	"github.com/dbparity/dbparity/internal/result"
 )
@@ -130,13 +131,21 @@ func TestReconnectAfterTerminatedBackends(t *testing.T) {
 	}
 	defer killer.Close(ctx)
 	killed := make(chan int64, 1)
-	time.AfterFunc(1500*time.Millisecond, func() {
-		var n int64
-		killer.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'dbparity'").Scan(&n)
-		killed <- n
-	})
 	path := filepath.Join(t.TempDir(), "r.json")
-	if err := Run(ctx, RunOptions{Common: c, Users: 3, Duration: 4 * time.Second, Label: "kill", Out: path}); err != nil {
+	o := RunOptions{Common: c, Users: 3, Duration: 4 * time.Second, Label: "kill", Out: path}
+	// 1.5 s into the measured window, when every session is connected
+	// however long the run took to start on a loaded host.
+	o.phaseHook = func(p int, _ time.Time) {
+		if p != driver.Measure {
+			return
+		}
+		time.AfterFunc(1500*time.Millisecond, func() {
+			var n int64
+			killer.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'dbparity'").Scan(&n)
+			killed <- n
+		})
+	}
+	if err := Run(ctx, o); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	if n := <-killed; n != 3 {

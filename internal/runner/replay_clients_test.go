@@ -3,11 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,12 +67,15 @@ func record(t *testing.T, setup, client func(inst *managed.Instance), settings .
 	return rec
 }
 
+// replays numbers the copies replayVerified makes.
+var replays atomic.Int64
+
 // replayVerified replays rec on a fresh copy of its starting state at
 // speed (0: as fast as possible), verifying the end state; it fails the
 // test if the replay does not end within limit.
 func replayVerified(t *testing.T, rec recorded, speed float64, limit time.Duration) (*result.Run, string) {
 	t.Helper()
-	dir := rec.start + "-replay-" + strings.ReplaceAll(t.Name(), "/", "_")
+	dir := fmt.Sprintf("%s-replay-%s-%d", rec.start, strings.ReplaceAll(t.Name(), "/", "_"), replays.Add(1))
 	os.RemoveAll(dir)
 	if out, err := exec.Command("cp", "-a", rec.start, dir).CombinedOutput(); err != nil {
 		t.Fatalf("copy the starting state: %v\n%s", err, out)
@@ -142,7 +147,16 @@ func TestReplayPgbenchVerified(t *testing.T) {
 				if rp.Divergent() != 0 || rp.ReplayedTransactions != rp.CapturedTransactions || rp.CapturedTransactions < 1000 {
 					t.Errorf("speed %g: divergent %d, transactions %d of %d: %+v", speed, rp.Divergent(), rp.ReplayedTransactions, rp.CapturedTransactions, rp.Outcomes)
 				}
-				if limit := 2*rec.captureS + 3; rp.ReplaySeconds > limit {
+				if limit := 2*rec.captureS + 3; rp.ReplaySeconds > limit && speed != 0 {
+					// A host too loaded to replay it in time (with two
+					// suites beside: 15.4 s for a 5.8 s capture): the pace
+					// is kept if as fast as possible is not much faster.
+					fast, _ := replayVerified(t, rec, 0, 90*time.Second)
+					if f := fast.Replay.ReplaySeconds; rp.ReplaySeconds > 1.3*f+2 {
+						t.Errorf("speed %g: replayed in %.1f s, captured %.1f s: more than %.1f s, and as fast as possible took %.1f s",
+							speed, rp.ReplaySeconds, rec.captureS, limit, f)
+					}
+				} else if rp.ReplaySeconds > limit {
 					t.Errorf("speed %g: replayed in %.1f s, captured %.1f s: more than %.1f s", speed, rp.ReplaySeconds, rec.captureS, limit)
 				}
 				// Releases come from the log's order where it is not the

@@ -127,7 +127,7 @@ func measure(r *result.Run, types []string, res *driver.Result) error {
 		return err
 	}
 	if res.Rate != nil {
-		if r.Driver.Rate, err = rateOf(res, measured); err != nil {
+		if r.Driver.Rate, err = rateOf(res, measured, r.Driver.Users); err != nil {
 			return err
 		}
 	}
@@ -144,7 +144,7 @@ func measure(r *result.Run, types []string, res *driver.Result) error {
 }
 
 // rateOf is what an open-loop run measured of its schedule.
-func rateOf(res *driver.Result, measured driver.PhaseStats) (*result.Rate, error) {
+func rateOf(res *driver.Result, measured driver.PhaseStats, sessions int) (*result.Rate, error) {
 	q, err := result.NewHistogram(res.Queue)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,8 @@ func rateOf(res *driver.Result, measured driver.PhaseStats) (*result.Rate, error
 	for i := range measured.Committed {
 		done += measured.Committed[i] + measured.Rollbacks[i] + measured.Errors[i]
 	}
-	if secs := res.Measured().Seconds(); secs > 0 {
+	secs := res.Measured().Seconds()
+	if secs > 0 {
 		rt.AchievedTPS = float64(done) / secs
 	}
 	rt.MaxLagS = rt.LagEndS
@@ -164,7 +165,7 @@ func rateOf(res *driver.Result, measured driver.PhaseStats) (*result.Rate, error
 			rt.MaxLagS = max(rt.MaxLagS, float64(iv.LagMillis)/1000)
 		}
 	}
-	rt.Judge()
+	rt.Judge(sessions, secs)
 	return rt, nil
 }
 

@@ -104,6 +104,13 @@ func (r *Reader) Reads() int64 { return r.reads }
 
 // Read takes one snapshot.
 func (r *Reader) Read(ctx context.Context) (*counters.Snapshot, error) {
+	// The snapshot is stamped when the query that reads the transactions
+	// (performance_schema's, else the status variables') is sent: on a
+	// saturated host the first query of a reading can take hundreds of
+	// milliseconds, and the window's first reading stamped before it
+	// looked earlier than what it read. The send is the earliest the
+	// server can have read the count; the answer's arrival is later by
+	// the client's own scheduling delay as much as the server's.
 	s := &counters.Snapshot{At: time.Now(), Counters: make(map[string]float64, len(statusNames)+40)}
 	r.reads++
 	if err := r.rows(ctx, r.query, func(name string, v float64) { s.Counters["status."+name] = v }); err != nil {
@@ -113,6 +120,7 @@ func (r *Reader) Read(ctx context.Context) (*counters.Snapshot, error) {
 		return s, nil
 	}
 	var n, t, tx float64
+	s.At = time.Now()
 	if err := r.c.QueryRow(ctx, r.ps).Scan(&n, &t, &tx); err != nil {
 		return nil, fmt.Errorf("performance_schema statements: %w", err)
 	}

@@ -51,29 +51,30 @@ func New(raw string, client *http.Client) (*Scraper, error) {
 type families map[string]*dto.MetricFamily
 
 // scrape GETs and parses the exposition.
-func (s *Scraper) scrape(ctx context.Context) (families, error) {
+func (s *Scraper) scrape(ctx context.Context) (families, time.Time, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.shown, err)
+		return nil, time.Time{}, fmt.Errorf("%s: %w", s.shown, err)
 	}
 	req.Header.Set("Accept", "text/plain; version=0.0.4")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", s.shown, unwrapURL(err))
+		return nil, time.Time{}, fmt.Errorf("scrape %s: %w", s.shown, unwrapURL(err))
 	}
+	headers := time.Now()
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP %s", s.shown, resp.Status)
+		return nil, time.Time{}, fmt.Errorf("scrape %s: HTTP %s", s.shown, resp.Status)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: not the Prometheus text format: %w", s.shown, err)
+		return nil, time.Time{}, fmt.Errorf("scrape %s: not the Prometheus text format: %w", s.shown, err)
 	}
 	if _, ok := fams["node_cpu_seconds_total"]; !ok {
-		return nil, fmt.Errorf("scrape %s: no node_cpu_seconds_total: is this a node_exporter?", s.shown)
+		return nil, time.Time{}, fmt.Errorf("scrape %s: no node_cpu_seconds_total: is this a node_exporter?", s.shown)
 	}
-	return fams, nil
+	return fams, headers, nil
 }
 
 // Redact is a node_exporter URL as messages and files show it: without
@@ -165,15 +166,18 @@ func (f families) info(name string) map[string]string {
 }
 
 // Read scrapes once and maps the counters. The snapshot's time is the
-// middle of the request, when the exporter read the kernel's counters.
+// middle of the time from the request to the answer's headers: the
+// exporter reads the kernel's counters in between and writes its headers
+// once it has (the body's parse, slow on a loaded host, comes after, and
+// counting it put the readings of a window 0.2 s off its edges).
 func (s *Scraper) Read(ctx context.Context) (*ostat.Snapshot, error) {
 	start := time.Now()
-	f, err := s.scrape(ctx)
+	f, headers, err := s.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}
 	snap := Snapshot(f)
-	snap.At = start.Add(time.Since(start) / 2)
+	snap.At = start.Add(headers.Sub(start) / 2)
 	return snap, nil
 }
 
@@ -302,7 +306,7 @@ func nets(f families) map[string]ostat.NetCounters {
 // "", the file system holding it (the longest mount point above it).
 // What the exporter does not publish is left empty.
 func (s *Scraper) Disclose(ctx context.Context, dataDir string) (disclose.HostInfo, *disclose.StorageInfo) {
-	f, err := s.scrape(ctx)
+	f, _, err := s.scrape(ctx)
 	if err != nil {
 		return disclose.HostInfo{}, nil
 	}
