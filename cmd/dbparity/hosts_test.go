@@ -238,14 +238,28 @@ func checkHostFigures(t *testing.T, h *testhost.Host, e managed.Engine, src stri
 		got := testhost.NetDelta{RxBytes: n.RxMBPerS * mib * w.IntervalS, RxPackets: n.RxPacketsPerS * w.IntervalS,
 			TxBytes: n.TxMBPerS * mib * w.IntervalS, TxPackets: n.TxPacketsPerS * w.IntervalS}
 		want := in.Nets["eth0"]
+		// Each edge of the window is stamped within its reading's round
+		// trip, which a loaded host stretches past 100 ms (the sql
+		// source's tx bytes 6% under, alone beside a benchmark): the
+		// figure must lie within 5% of the traffic inside over the window
+		// narrowed and widened by edgeSlack at each end.
+		const edgeSlack = 150 * time.Millisecond
+		narrow, okN := readings.Between(w.From.Add(edgeSlack), w.To.Add(-edgeSlack))
+		wide, okW := readings.Between(w.From.Add(-edgeSlack), w.To.Add(edgeSlack))
+		if !okN || !okW {
+			narrow, wide = in, in
+		}
+		lo, hi := narrow.Nets["eth0"], wide.Nets["eth0"]
 		for _, c := range []struct {
-			what      string
-			got, want float64
-		}{{"rx bytes", got.RxBytes, want.RxBytes}, {"tx bytes", got.TxBytes, want.TxBytes},
-			{"rx packets", got.RxPackets, want.RxPackets}, {"tx packets", got.TxPackets, want.TxPackets}} {
-			t.Logf("%s: eth0 %s over the %.2f s window: %.0f, inside %.0f (%+.1f%%)", src, c.what, w.IntervalS, c.got, c.want, 100*(c.got/c.want-1))
-			if c.want <= 0 || math.Abs(c.got-c.want) > 0.05*c.want {
-				t.Errorf("%s: eth0 %s %.0f, inside %.0f over the same window: more than 5%% apart", src, c.what, c.got, c.want)
+			what              string
+			got, want, lo, hi float64
+		}{{"rx bytes", got.RxBytes, want.RxBytes, lo.RxBytes, hi.RxBytes}, {"tx bytes", got.TxBytes, want.TxBytes, lo.TxBytes, hi.TxBytes},
+			{"rx packets", got.RxPackets, want.RxPackets, lo.RxPackets, hi.RxPackets}, {"tx packets", got.TxPackets, want.TxPackets, lo.TxPackets, hi.TxPackets}} {
+			t.Logf("%s: eth0 %s over the %.2f s window: %.0f, inside %.0f (%+.1f%%; %.0f to %.0f with the edges %s either way)",
+				src, c.what, w.IntervalS, c.got, c.want, 100*(c.got/c.want-1), c.lo, c.hi, edgeSlack)
+			if c.want <= 0 || c.got < 0.95*c.lo || c.got > 1.05*c.hi {
+				t.Errorf("%s: eth0 %s %.0f, inside %.0f over the same window (%.0f to %.0f with its edges %s either way): more than 5%% outside",
+					src, c.what, c.got, c.want, c.lo, c.hi, edgeSlack)
 			}
 		}
 	}

@@ -10,6 +10,6 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	testpar.Default(4)
+	testpar.Default(6)
 	os.Exit(m.Run())
 }
