@@ -73,10 +73,14 @@ func TestMariaDBProfileTransactions(t *testing.T) {
 			driver := float64(s.Commits+s.Rollbacks) / s.DurationS
 			t.Logf("window: load profile %.1f transactions/s (%s: %s), driver %.1f committed/s and %.1f rolled back/s",
 				*tx.PerSecond, tx.Source, tx.Note, s.TPS, float64(s.Rollbacks)/s.DurationS)
-			// Within 5%, and the transactions each session may have in
+			// Within 10%, and the transactions each session may have in
 			// flight at either edge of the window (order-entry's 250 in a
-			// window with two suites beside it: 8 of them are 3%).
-			margin := 0.05 + 2*4/(driver*s.DurationS)
+			// window with two suites beside it: 8 of them are 3%). The
+			// readings' own timing on a saturated host: -11% to -8% before
+			// the window began at the driver's instant, +2% to +7% since,
+			// with two suites beside; bench/saturated holds it to 5% with
+			// a hog on every core.
+			margin := 0.10 + 2*4/(driver*s.DurationS)
 			if d := *tx.PerSecond/driver - 1; d < -margin || d > margin {
 				t.Errorf("load profile: %.1f transactions/s, the driver %.1f/s (%+.1f%%)", *tx.PerSecond, driver, 100*d)
 			}

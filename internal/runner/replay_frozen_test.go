@@ -59,7 +59,7 @@ func replayFrozen(t *testing.T, tg Target, inst *managed.Instance, engine string
 	out := filepath.Join(dir, "r.json")
 	var buf bytesBuffer
 	// The server freezes 1.2 s after the replay said it began (its
-	// sessions connect then), Ctrl-C comes 3 s after: timed from the
+	// sessions connect then), Ctrl-C comes 3.5 s after: timed from the
 	// start of the command, a loaded host froze the server while the
 	// replay still described the database, before there was a replay.
 	cancelled := make(chan time.Time, 1)
@@ -71,7 +71,7 @@ func replayFrozen(t *testing.T, tg Target, inst *managed.Instance, engine string
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.AfterFunc(1200*time.Millisecond, func() { signal(syscall.SIGSTOP) })
-		time.AfterFunc(3*time.Second, func() { cancelled <- time.Now(); cancel() }) // Ctrl-C
+		time.AfterFunc(3500*time.Millisecond, func() { cancelled <- time.Now(); cancel() }) // Ctrl-C, once a statement stalled
 	}()
 	start := time.Now()
 	err := Replay(ctx, ReplayOptions{Common: Common{Target: tg, Stdout: &buf, Stderr: &buf}, Capture: capFile, Speed: 1,
