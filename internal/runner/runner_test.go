@@ -123,8 +123,15 @@ func runAndVerifyHook(t *testing.T, tg Target, beforeRun, afterRun func()) *resu
 	if d := s.DurationS; d < 2.9 || d > 3.2 {
 		t.Errorf("measured window %.3f s, asked for 3 s", d)
 	}
+	// Every type ran, timed; a type of 4% of the mix may be missing from
+	// a run of fewer than 125 transactions (a loaded host's SQLite ran
+	// fewer): 0.96^125 is 0.6%.
 	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
 		tx := s.Transactions[name]
+		if tx.Count == 0 && s.Commits+s.Rollbacks < 125 {
+			t.Logf("%s: none in %d transactions", name, s.Commits+s.Rollbacks)
+			continue
+		}
 		if p50, p99 := result.Value(tx.P50Ms), result.Value(tx.P99Ms); tx.Count == 0 || !(p50 > 0) || !(p99 >= p50) {
 			t.Errorf("%s: count %d p50 %.3f p99 %.3f", name, tx.Count, p50, p99)
 		}
