@@ -26,43 +26,64 @@ func (b *bench) sysbenchMariaDB(name string) *row {
 	if err != nil {
 		return skip(name, err.Error())
 	}
-	if _, err := program("mariadbd"); err != nil {
-		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil {
-			return skip(name, "no MariaDB server (mariadbd)")
-		}
-	}
 	r := &row{statements: -1}
-	dir, err := b.clientDir(name)
-	if err != nil {
-		r.failed = err.Error()
+	m, dir, stop := b.startMariaDB(name, r)
+	if m == nil {
 		return r
 	}
-	logf("starting mariadb")
-	// On loopback too: sysbench connects over TCP, so that its packets can
-	// be read off lo (the wire capture) as the logs are written.
-	inst, err := managed.StartMariaDB(b.ctx, managed.Options{DataDir: filepath.Join(dir, "mariadb"), Loopback: true})
-	if err != nil {
-		r.failed = firstLine(err.Error())
-		logf("%s: %v", name, err)
-		return r
-	}
-	defer inst.Stop()
-	m, err := newMy(inst)
-	if err != nil {
-		r.failed = err.Error()
-		return r
-	}
-	defer m.db.Close()
-
+	defer stop()
 	recs, err := b.captureMariaDB(dir, m, sysbench, r)
 	if err != nil {
 		r.failed = firstLine(err.Error())
 		logf("%s: recording failed: %v", name, err)
 		return r
 	}
-	// The general log is written as statements arrive, the slow log as
-	// they end, the wire capture reads the packets: one row each, the
-	// same run.
+	b.replayMariaDB(name, r, recs, func() error { return m.copyDB("sbstart", "sbreplay") },
+		m.url("sbreplay"), "--map-db", "sbtest=sbreplay", "--map-user", "sb=root")
+	return r
+}
+
+// startMariaDB starts a managed MariaDB in client name's work directory,
+// on the loopback too: the clients connect over TCP, so that their
+// packets can be read off lo (the wire capture) as the logs are written.
+// On failure it says why in r and returns no server.
+func (b *bench) startMariaDB(name string, r *row) (m *my, dir string, stop func()) {
+	if _, err := program("mariadbd"); err != nil {
+		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil {
+			r.skipped = "no MariaDB server (mariadbd)"
+			logf("%s: skipped: %s", name, r.skipped)
+			return nil, "", nil
+		}
+	}
+	dir, err := b.clientDir(name)
+	if err != nil {
+		r.failed = err.Error()
+		return nil, "", nil
+	}
+	logf("starting mariadb")
+	inst, err := managed.StartMariaDB(b.ctx, managed.Options{DataDir: filepath.Join(dir, "mariadb"), Loopback: true})
+	if err != nil {
+		r.failed = firstLine(err.Error())
+		logf("%s: %v", name, err)
+		return nil, "", nil
+	}
+	if m, err = newMy(inst); err != nil {
+		inst.Stop()
+		r.failed = err.Error()
+		return nil, "", nil
+	}
+	return m, dir, func() {
+		m.db.Close()
+		inst.Stop()
+	}
+}
+
+// replayMariaDB replays each recording of one run at both speeds against
+// url, each from the starting state prepare makes, with the replay's
+// args: the general log is written as statements arrive, the slow log as
+// they end, the wire capture reads the packets, and each has its row (r
+// the first's, the others in r.extra).
+func (b *bench) replayMariaDB(name string, r *row, recs []*recording, prepare func() error, url string, args ...string) {
 	for k, rec := range recs {
 		rr := r
 		if k > 0 {
@@ -76,14 +97,13 @@ func (b *bench) sysbenchMariaDB(name string) *row {
 			if b.ctx.Err() != nil {
 				break
 			}
-			if err := m.copyDB("sbstart", "sbreplay"); err != nil {
+			if err := prepare(); err != nil {
 				rr.replays = append(rr.replays, &replayRow{speed: speed, failed: firstLine(err.Error())})
 				continue
 			}
-			rr.replays = append(rr.replays, b.replay(rec, speed, m.url("sbreplay"), "--map-db", "sbtest=sbreplay", "--map-user", "sb=root"))
+			rr.replays = append(rr.replays, b.replay(rec, speed, url, args...))
 		}
 	}
-	return r
 }
 
 func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*recording, error) {
@@ -106,6 +126,19 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 	if err := m.copyDB("sbtest", "sbstart"); err != nil {
 		return nil, err
 	}
+	return b.loggedMariaDB(dir, m, "sbtest", "sysbench", r, func() error {
+		return sb(b.clientLimit(b.o.duration), "--threads=4", "--time="+seconds(b.o.duration), "--report-interval=0", "run")
+	})
+}
+
+// loggedMariaDB runs client (named what) with the general and slow logs
+// on and the wire capture reading the loopback's packets, snapshots
+// database db's end state and captures the logs: the recordings of the
+// general log, the slow log and, where it could read the packets, the
+// wire.
+func (b *bench) loggedMariaDB(dir string, m *my, db, what string, r *row, client func() error) ([]*recording, error) {
+	ctx := b.ctx
+	port := strconv.Itoa(m.inst.Port)
 	var dataDir string
 	if err := m.db.QueryRowContext(ctx, "SELECT @@datadir").Scan(&dataDir); err != nil {
 		return nil, err
@@ -113,7 +146,7 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 	general, slow := filepath.Join(dataDir, "general.log"), filepath.Join(dataDir, "slow.log")
 	os.Remove(general)
 	os.Remove(slow)
-	logf("running sysbench with the general and slow logs on")
+	logf("running %s with the general and slow logs on", what)
 	if err := m.exec(ctx, "SET GLOBAL general_log_file = '"+general+"', GLOBAL slow_query_log_file = '"+slow+"', GLOBAL log_output = 'FILE', "+
 		"GLOBAL long_query_time = 0, GLOBAL general_log = ON, GLOBAL slow_query_log = ON"); err != nil {
 		return nil, err
@@ -135,7 +168,7 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 	}
 	time.Sleep(500 * time.Millisecond) // its socket is bound
 	t0 := time.Now()
-	if err := sb(b.clientLimit(b.o.duration), "--threads=4", "--time="+seconds(b.o.duration), "--report-interval=0", "run"); err != nil {
+	if err := client(); err != nil {
 		logf("client: %v", err)
 		r.notes = append(r.notes, "client: "+firstLine(err.Error()))
 	}
@@ -148,7 +181,7 @@ func (b *bench) captureMariaDB(dir string, m *my, sysbench string, r *row) ([]*r
 	wireErr := wire.Wait()
 	rec := &recording{dir: dir, end: filepath.Join(dir, "end.snap"), capture: filepath.Join(dir, "client.capture"), source: "general log"}
 	if err := b.command(10*time.Minute, filepath.Join(dir, "snapshot.log"), dir, nil, b.bin,
-		"snapshot", "--target", m.url("sbtest"), "--out", rec.end, "--force"); err != nil {
+		"snapshot", "--target", m.url(db), "--out", rec.end, "--force"); err != nil {
 		return nil, err
 	}
 	if err := b.captureLogs(rec, []string{general}); err != nil {

@@ -120,22 +120,35 @@ func cmdCapture(ctx context.Context, args []string) error {
 	}
 	// Read in the background: an interrupt ends the command at once,
 	// whatever the reading waits for (a large file, a pipe), and writes
-	// nothing.
-	type parsed struct {
-		c   *capture.Capture
+	// nothing. Convert writes the capture as it reads (its memory does
+	// not grow with the logs), and nothing when they hold no statement.
+	type converted struct {
+		c   *capture.Converted
 		err error
 	}
-	read := make(chan parsed, 1)
+	read := make(chan converted, 1)
+	stop := make(chan struct{})
+	o.Stop = stop
 	go func() {
-		c, err := capture.Parse(files, o)
-		read <- parsed{c, err}
+		c, err := capture.Convert(files, o, *out)
+		read <- converted{c, err}
 	}()
-	var c *capture.Capture
+	var c *capture.Converted
 	select {
 	case r := <-read:
 		c, err = r.c, r.err
 	case <-ctx.Done():
-		err = fmt.Errorf("capture %w: reading the logs stopped; no capture was written to %s", runner.ErrInterrupted, *out)
+		// Writing stops at once and removes its temporary file; reading
+		// may wait on a pipe, and is not waited for long.
+		close(stop)
+		select {
+		case r := <-read:
+			c, err = r.c, r.err
+		case <-time.After(2 * time.Second):
+		}
+		if c == nil {
+			err = fmt.Errorf("capture %w: reading the logs stopped; no capture was written to %s", runner.ErrInterrupted, *out)
+		}
 	}
 	if tty {
 		fmt.Fprint(os.Stderr, "\r\033[K")
@@ -143,15 +156,16 @@ func cmdCapture(ctx context.Context, args []string) error {
 	if errors.Is(err, runner.ErrInterrupted) {
 		return err
 	}
+	var failed *capture.WriteError
+	if errors.As(err, &failed) {
+		return err
+	}
 	if err != nil {
 		return runner.UsageError{Err: err}
 	}
-	fmt.Print(c.Summary())
-	if c.Statements() == 0 {
+	fmt.Print(c.Summary)
+	if c.Statements == 0 {
 		return errors.New("the logs hold no statements, so no capture was written: is statement logging on? (see dbparity capture --help)")
-	}
-	if err := capture.Write(*out, c); err != nil {
-		return err
 	}
 	fmt.Printf("capture written to %s\n", *out)
 	return nil

@@ -68,6 +68,10 @@ type builder struct {
 	skips    map[string]*Skip
 	order    []string
 	line     int64 // entries seen, in log order: the statements' Seq
+	// stream, when set, takes each statement once it is done and each
+	// session once it ends, so that nothing but the open sessions' last
+	// statements is held (stream.go): Convert's way; Parse keeps all.
+	stream *streamOut
 }
 
 func newBuilder(opt Options) *builder {
@@ -91,10 +95,23 @@ func (b *builder) skip(effect SkipEffect, reason, where string) {
 	s.Count++
 }
 
+// skipAt counts a skip at an entry, whose place is only written out the
+// first time: most skips are counted again and again.
+func (b *builder) skipAt(effect SkipEffect, reason string, e *entry) {
+	if s := b.skips[reason]; s != nil {
+		s.Count++
+		return
+	}
+	b.skip(effect, reason, e.at())
+}
+
 func (b *builder) intern(text string) int {
 	if masked := MaskSecrets(text); masked != text {
 		text = masked
 		b.skip(Flagged, ReasonSecret, "(a statement setting a password)")
+	}
+	if b.stream != nil {
+		return b.stream.texts.intern(text)
 	}
 	if i, ok := b.texts[text]; ok {
 		return i
@@ -121,6 +138,7 @@ type sess struct {
 	openStmt     *stmt // logged at its start (log_statement), waiting for its duration or error
 	lastStmt     *stmt
 	prepared     map[string]string // named prepared statements' texts
+	out          *sessOut          // what a stream wrote of it (stream.go)
 }
 
 // stmt is a statement with absolute times; start is refined when the
@@ -135,6 +153,7 @@ type stmt struct {
 	truncated bool
 	err       *Error
 	seq       int64 // the log line that ended it
+	insertID  int64 // the first AUTO_INCREMENT value it took (a MySQL slow log's SET insert_id)
 }
 
 // fold is a parse or bind message waiting for the execute it belongs to.
@@ -143,7 +162,6 @@ type fold struct {
 	start      time.Time
 	dur        time.Duration
 	params     paramList
-	at         string
 }
 
 const maxPending = 64
@@ -151,7 +169,7 @@ const maxPending = 64
 func (b *builder) add(e *entry) {
 	b.line++
 	if e.backend != "" && e.backend != "client backend" && e.backend != "not initialized" {
-		b.skip(Ignored, reasonProcess, e.at())
+		b.skipAt(Ignored, reasonProcess, e)
 		return
 	}
 	switch e.severity {
@@ -160,7 +178,7 @@ func (b *builder) add(e *entry) {
 	case "ERROR", "FATAL", "PANIC":
 		b.failure(e)
 	default:
-		b.skip(Ignored, reasonOther, e.at())
+		b.skipAt(Ignored, reasonOther, e)
 	}
 }
 
@@ -249,7 +267,7 @@ func (b *builder) logMessage(e *entry) {
 	case strings.HasPrefix(msg, "duration: "):
 		d, rest, ok := cutDuration(msg)
 		if !ok {
-			b.skip(Ignored, reasonOther, e.at())
+			b.skipAt(Ignored, reasonOther, e)
 			return
 		}
 		b.duration(e, d, rest)
@@ -267,7 +285,7 @@ func (b *builder) logMessage(e *entry) {
 	case strings.HasPrefix(msg, "execute "):
 		step, ok := cutStep(msg)
 		if !ok {
-			b.skip(Ignored, reasonOther, e.at())
+			b.skipAt(Ignored, reasonOther, e)
 			return
 		}
 		s := b.session(e, false)
@@ -279,7 +297,7 @@ func (b *builder) logMessage(e *entry) {
 		}
 		s.openStmt = b.execute(s, e, step, e.time, 0)
 	default:
-		b.skip(Ignored, reasonOther, e.at())
+		b.skipAt(Ignored, reasonOther, e)
 	}
 }
 
@@ -314,7 +332,7 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 		// log_statement logged the statement already; this is its end.
 		s := b.session(e, false)
 		if s.openStmt == nil {
-			b.skip(Dropped, reasonDurationOnly, e.at())
+			b.skipAt(Dropped, reasonDurationOnly, e)
 			return
 		}
 		s.openStmt.dur += d
@@ -340,7 +358,7 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 	step, ok := cutStep(rest)
 	if !ok {
 		// "plan:" (auto_explain) and the like.
-		b.skip(Ignored, reasonOther, e.at())
+		b.skipAt(Ignored, reasonOther, e)
 		return
 	}
 	s := b.session(e, false)
@@ -353,7 +371,7 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 		b.execute(s, e, step, start, d)
 	case "fetch":
 		if s.lastStmt == nil || !s.lastStmt.extended {
-			b.skip(Dropped, reasonFetch, e.at())
+			b.skipAt(Dropped, reasonFetch, e)
 			return
 		}
 		s.lastStmt.dur += d
@@ -363,7 +381,7 @@ func (b *builder) duration(e *entry, d time.Duration, rest string) {
 
 func (b *builder) simple(s *sess, text string, start time.Time, d time.Duration) *stmt {
 	st := &stmt{start: start, dur: d, text: b.intern(text), seq: b.line}
-	s.stmts = append(s.stmts, st)
+	b.push(s, st)
 	s.lastStmt = st
 	return st
 }
@@ -388,7 +406,7 @@ func (b *builder) fold(s *sess, e *entry, step protocolStep, start time.Time, d 
 		}
 		s.pending = kept
 	}
-	f := fold{name: step.name, text: step.text, start: start, dur: d, at: e.at()}
+	f := fold{name: step.name, text: step.text, start: start, dur: d}
 	if step.kind == "bind" {
 		f.params = b.params(e)
 	}
@@ -415,7 +433,7 @@ func (b *builder) params(e *entry) paramList {
 	}
 	values, cut, ok := parseParams(list, b.opt.ParamMaxLength)
 	if !ok {
-		b.skip(Flagged, reasonParams, e.at())
+		b.skipAt(Flagged, reasonParams, e)
 		return paramList{found: true, unreadable: true}
 	}
 	return paramList{values: values, found: true, cut: cut}
@@ -435,8 +453,8 @@ func (b *builder) execute(s *sess, e *entry, step protocolStep, start time.Time,
 	if bound := b.take(s, st, step.name, step.text); !pl.found {
 		pl = bound
 	}
-	b.setParams(st, pl, step.text, e.at())
-	s.stmts = append(s.stmts, st)
+	b.setParams(st, pl, step.text, e)
+	b.push(s, st)
 	s.lastStmt = st
 	return st
 }
@@ -465,17 +483,17 @@ func (b *builder) take(s *sess, st *stmt, name, text string) paramList {
 
 // setParams gives an extended-protocol statement its parameters and flags
 // it when the log cut them or left them out.
-func (b *builder) setParams(st *stmt, pl paramList, text, at string) {
+func (b *builder) setParams(st *stmt, pl paramList, text string, e *entry) {
 	st.params = pl.values
 	switch {
 	case pl.unreadable:
 		st.truncated = true
 	case pl.cut:
 		st.truncated = true
-		b.skip(Flagged, reasonTruncated, at)
+		b.skipAt(Flagged, reasonTruncated, e)
 	case !pl.found && hasPlaceholder(text):
 		st.truncated = true
-		b.skip(Flagged, reasonNoParams, at)
+		b.skipAt(Flagged, reasonNoParams, e)
 	}
 }
 
@@ -485,16 +503,16 @@ func (b *builder) setParams(st *stmt, pl paramList, text, at string) {
 func (b *builder) failure(e *entry) {
 	s := b.session(e, false)
 	failed := &Error{SQLState: e.state, Message: e.message}
-	if st := s.openStmt; st != nil && (e.statement == "" || MaskSecrets(e.statement) == b.textList[st.text]) {
+	if st := s.openStmt; st != nil && (e.statement == "" || MaskSecrets(e.statement) == b.textOf(s, st.text)) {
 		st.err, st.seq = failed, b.line
 		s.openStmt = nil
 		return
 	}
 	if e.statement == "" {
 		if e.severity == "ERROR" {
-			b.skip(Dropped, reasonErrorNoStmt, e.at())
+			b.skipAt(Dropped, reasonErrorNoStmt, e)
 		} else {
-			b.skip(Ignored, reasonFatal, e.at())
+			b.skipAt(Ignored, reasonFatal, e)
 		}
 		return
 	}
@@ -519,10 +537,10 @@ func (b *builder) failure(e *entry) {
 		bound = pl
 	}
 	if st.extended {
-		b.setParams(st, bound, e.statement, e.at())
+		b.setParams(st, bound, e.statement, e)
 	}
 	st.err = failed
-	s.stmts = append(s.stmts, st)
+	b.push(s, st)
 	s.lastStmt = st
 }
 
@@ -565,6 +583,10 @@ func (b *builder) finish(s *sess) {
 	if s.EndedAfterLog {
 		b.skip(Flagged, reasonAfter, s.firstAt)
 	}
+	if b.stream != nil {
+		b.stream.end(b, s)
+		return
+	}
 	// Start: the connection; failing that, the first thing seen.
 	if !s.connected {
 		s.start = s.first
@@ -599,8 +621,8 @@ func (b *builder) finish(s *sess) {
 	b.done = append(b.done, s)
 }
 
-// capture closes the sessions still open and assembles the result.
-func (b *builder) capture(sources []string) *Capture {
+// finishOpen closes the sessions still open, in the order of their keys.
+func (b *builder) finishOpen() {
 	open := make([]*sess, 0, len(b.open))
 	for _, s := range b.open {
 		open = append(open, s)
@@ -609,6 +631,11 @@ func (b *builder) capture(sources []string) *Capture {
 	for _, s := range open {
 		b.finish(s)
 	}
+}
+
+// capture closes the sessions still open and assembles the result.
+func (b *builder) capture(sources []string) *Capture {
+	b.finishOpen()
 	c := &Capture{Format: Format, Sources: sources}
 	for i, s := range b.done {
 		if i == 0 || s.start.Before(c.Start) {
@@ -651,20 +678,29 @@ func (b *builder) capture(sources []string) *Capture {
 				ParamsTruncated: st.truncated,
 				Error:           st.err,
 				Seq:             st.seq,
+				InsertID:        st.insertID,
 			}
 		}
 		c.Sessions[i] = out
 	}
+	c.Skipped = b.skipped()
+	return c
+}
+
+// skipped lists the skips: zones read as UTC, then the others in the
+// order they were first met.
+func (b *builder) skipped() []Skip {
+	var out []Skip
 	var zones []string
 	for z := range b.clock.unknown {
 		zones = append(zones, z)
 	}
 	sort.Strings(zones)
 	for _, z := range zones {
-		c.Skipped = append(c.Skipped, Skip{Reason: fmt.Sprintf(reasonZone, z), Effect: Flagged, Count: 1, First: "(all files)"})
+		out = append(out, Skip{Reason: fmt.Sprintf(reasonZone, z), Effect: Flagged, Count: 1, First: "(all files)"})
 	}
 	for _, r := range b.order {
-		c.Skipped = append(c.Skipped, *b.skips[r])
+		out = append(out, *b.skips[r])
 	}
-	return c
+	return out
 }

@@ -15,7 +15,6 @@
 package capture
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,6 +124,15 @@ type Statement struct {
 	// otherwise.
 	CopyBytes int64
 	CopyData  []byte
+	// InsertID is the first AUTO_INCREMENT value the statement generated,
+	// as the server said it (MySQL and MariaDB: the OK packet's
+	// last_insert_id of an INSERT or REPLACE on the wire, a slow log's
+	// SET insert_id=N); 0 when the source does not say (the general log,
+	// MariaDB's slow log, PostgreSQL) or the statement generated none. A
+	// replay on MariaDB makes the statement take it again, so that
+	// concurrent sessions' inserts get the values they got in the
+	// capture in whatever order they reach the server.
+	InsertID int64
 }
 
 // Error is a statement's failure as logged.
@@ -175,125 +183,8 @@ func (c *Capture) FromWire() bool {
 }
 
 // Summary returns the human lines that say what the capture holds and
-// what was skipped, each ending in a newline.
-func (c *Capture) Summary() string {
-	var b strings.Builder
-	span := c.End.Sub(c.Start)
-	from, log, timed := fmt.Sprintf("%d log file(s)", len(c.Sources)), "the log", "server time"
-	if c.FromWire() {
-		from, log, timed = "from the wire ("+strings.TrimPrefix(c.Sources[0], WirePrefix)+")", "the capture", "client time"
-	}
-	fmt.Fprintf(&b, "capture: %s, %s to %s (%s)\n", from,
-		c.Start.UTC().Format("2006-01-02 15:04:05.000"), c.End.UTC().Format("2006-01-02 15:04:05.000 MST"), span.Round(time.Millisecond))
-	before, after := 0, 0
-	var stmts, extended, prepared, failed, truncated, copies, fastpath int
-	var busy time.Duration
-	states := map[string]int{}
-	copyTables := map[string]int{}
-	// What each text is, read once: a capture repeats a few texts a
-	// million times.
-	copyOf := make([]string, len(c.Texts))
-	isCopy, isFast := make([]bool, len(c.Texts)), make([]bool, len(c.Texts))
-	for i, text := range c.Texts {
-		copyOf[i], isCopy[i] = CopyFromStdin(text)
-		isFast[i] = !isCopy[i] && strings.HasPrefix(text, FastPath)
-	}
-	for i := range c.Sessions {
-		s := &c.Sessions[i]
-		if s.StartedBeforeLog {
-			before++
-		}
-		if s.EndedAfterLog {
-			after++
-		}
-		for _, st := range s.Statements {
-			stmts++
-			busy += st.Duration
-			if st.Extended {
-				extended++
-			}
-			if st.Prepared != "" {
-				prepared++
-			}
-			if st.ParamsTruncated {
-				truncated++
-			}
-			if isCopy[st.Text] {
-				copies++
-				copyTables[copyOf[st.Text]]++
-			} else if isFast[st.Text] {
-				fastpath++
-			}
-			if st.Error != nil {
-				failed++
-				code := st.Error.SQLState
-				if code == "" {
-					code = "unknown SQLSTATE"
-				}
-				states[code]++
-			}
-		}
-	}
-	fmt.Fprintf(&b, "sessions: %d (%d started before %s, %d ended after it)\n", len(c.Sessions), before, log, after)
-	fmt.Fprintf(&b, "statements: %d (%d extended protocol, %d of named prepared statements), %d distinct texts, %s of %s\n",
-		stmts, extended, prepared, len(c.Texts), busy.Round(time.Microsecond), timed)
-	if truncated > 0 {
-		fmt.Fprintf(&b, "unreplayable: %d statements without their full parameters\n", truncated)
-	}
-	if copies > 0 && c.FromWire() {
-		kept, bytes := 0, int64(0)
-		for i := range c.Sessions {
-			for _, st := range c.Sessions[i].Statements {
-				if st.CopyData != nil {
-					kept++
-					bytes += int64(len(st.CopyData))
-				}
-			}
-		}
-		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: the data of %d kept (%d bytes), replayed as sent; the others run empty and are reported\n",
-			copies, strings.Join(sortedKeys(copyTables), ", "), kept, bytes)
-	} else if copies > 0 {
-		fmt.Fprintf(&b, "COPY FROM STDIN: %d statements into %s: the rows are not in the log (a replay runs them empty and reports them)\n",
-			copies, strings.Join(sortedKeys(copyTables), ", "))
-	}
-	if fastpath > 0 {
-		fmt.Fprintf(&b, "fast-path function calls: %d: their arguments are not in the log (a replay skips them and reports them)\n", fastpath)
-	}
-	unknown := !c.ErrorsKnown() && failed == 0
-	if unknown {
-		fmt.Fprintf(&b, "errors: not in %s (it records none: a replay cannot tell a statement that failed in the application)\n", log)
-	} else {
-		fmt.Fprintf(&b, "errors: %d", failed)
-	}
-	if failed > 0 {
-		codes := make([]string, 0, len(states))
-		for k := range states {
-			codes = append(codes, k)
-		}
-		sort.Slice(codes, func(i, j int) bool {
-			if states[codes[i]] != states[codes[j]] {
-				return states[codes[i]] > states[codes[j]]
-			}
-			return codes[i] < codes[j]
-		})
-		parts := make([]string, len(codes))
-		for i, k := range codes {
-			parts[i] = fmt.Sprintf("%s x%d", k, states[k])
-		}
-		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
-	}
-	if !unknown {
-		b.WriteString("\n")
-	}
-	for _, effect := range []SkipEffect{Dropped, Flagged, Ignored} {
-		for _, s := range c.Skipped {
-			if s.Effect == effect {
-				fmt.Fprintf(&b, "%s: %d %s (first at %s)\n", s.Effect, s.Count, s.Reason, s.First)
-			}
-		}
-	}
-	return b.String()
-}
+// what was skipped, each ending in a newline (summary.go).
+func (c *Capture) Summary() string { return c.tally().summary(c) }
 
 func sortedKeys(m map[string]int) []string {
 	out := make([]string, 0, len(m))

@@ -61,6 +61,7 @@ type fileStatement struct {
 	Types     []uint32   `json:"ty,omitempty"`
 	CopyBytes int64      `json:"cb,omitempty"`
 	CopyData  []byte     `json:"cd,omitempty"`
+	InsertID  int64      `json:"ai,omitempty"`
 }
 
 type fileError struct {
@@ -141,7 +142,7 @@ func Write(path string, c *Capture) error {
 		for k, st := range s.Statements {
 			f := fileStatement{Offset: us(st.Offset), Duration: us(st.Duration), Text: st.Text, Prepared: st.Prepared,
 				Extended: st.Extended, Params: st.Params, Truncated: st.ParamsTruncated, Seq: st.Seq, Rows: st.Rows, Types: st.Types,
-				CopyBytes: st.CopyBytes, CopyData: st.CopyData}
+				CopyBytes: st.CopyBytes, CopyData: st.CopyData, InsertID: st.InsertID}
 			if st.Error != nil {
 				f.Error = &fileError{SQLState: st.Error.SQLState, Message: st.Error.Message}
 			}

@@ -1,10 +1,10 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // jsonRecord holds the jsonlog keys capture uses (PostgreSQL 15 "Using
@@ -26,31 +26,34 @@ type jsonRecord struct {
 	BackendType string `json:"backend_type"`
 }
 
-// readJSON hands each line's record to emit until emit returns false.
-func readJSON(lines *lineReader, file string, b *builder, emit func(*entry) bool) error {
+// readJSON hands each line's record to emit until emit returns false, and
+// what it skips to out.
+func readJSON(sc *scanner, file string, clk *clock, out sink, emit func(*entry) bool) error {
 	for {
-		line, n, err := lines.next()
+		sp, err := sc.next()
+		n := sp.n
 		if err == io.EOF {
 			return nil
 		}
 		if err == errLongLine {
-			b.skip(Dropped, reasonLong, fmt.Sprintf("%s:%d", file, n))
+			out.skip(Dropped, reasonLong, fmt.Sprintf("%s:%d", file, n))
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if strings.TrimSpace(line) == "" {
+		line := sc.bytes(sp)
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var r jsonRecord
-		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Severity == "" {
-			b.skip(Dropped, reasonJSON, fmt.Sprintf("%s:%d", file, n))
+		if err := json.Unmarshal(line, &r); err != nil || r.Severity == "" {
+			out.skip(Dropped, reasonJSON, fmt.Sprintf("%s:%d", file, n))
 			continue
 		}
-		t, ok := b.clock.parse(r.Timestamp)
+		t, ok := clk.parse(r.Timestamp)
 		if !ok {
-			b.skip(Dropped, reasonTime, fmt.Sprintf("%s:%d", file, n))
+			out.skip(Dropped, reasonTime, fmt.Sprintf("%s:%d", file, n))
 			continue
 		}
 		e := &entry{

@@ -48,7 +48,7 @@ func (l *lineReader) next() (string, int, error) {
 	for {
 		chunk, err := l.r.ReadSlice('\n')
 		if !long {
-			if len(l.buf)+len(chunk) > maxLine {
+			if len(l.buf)+len(chunk) > lineLimit {
 				long = true
 				l.buf = l.buf[:0]
 			} else {

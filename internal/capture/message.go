@@ -94,11 +94,11 @@ func cutStep(msg string) (protocolStep, bool) {
 // as cut. ok is false when the text is not a parameter list.
 func parseParams(s string, maxLen int) (params []*string, truncated, ok bool) {
 	for i := 1; ; i++ {
-		head := "$" + strconv.Itoa(i) + " = "
-		if !strings.HasPrefix(s, head) {
+		after, found := cutParamHead(s, i)
+		if !found {
 			return nil, false, false
 		}
-		s = s[len(head):]
+		s = after
 		if rest, isNull := strings.CutPrefix(s, "NULL"); isNull {
 			params = append(params, nil)
 			s = rest
@@ -125,11 +125,25 @@ func parseParams(s string, maxLen int) (params []*string, truncated, ok bool) {
 	}
 }
 
+// cutParamHead cuts "$i = " off the start of s.
+func cutParamHead(s string, i int) (string, bool) {
+	var num [20]byte
+	head := strconv.AppendInt(append(num[:0], '$'), int64(i), 10)
+	if len(s) < len(head)+3 || s[:len(head)] != string(head) || s[len(head):len(head)+3] != " = " {
+		return "", false
+	}
+	return s[len(head)+3:], true
+}
+
 // unquote reads one single-quoted literal, in which a doubled quote is a
 // quote.
 func unquote(s string) (v, rest string, ok bool) {
 	if !strings.HasPrefix(s, "'") {
 		return "", "", false
+	}
+	// Most values hold no quote: they are a piece of s.
+	if j := strings.IndexByte(s[1:], '\''); j >= 0 && (j+2 == len(s) || s[j+2] != '\'') {
+		return s[1 : j+1], s[j+2:], true
 	}
 	var b strings.Builder
 	i := 1

@@ -39,6 +39,9 @@ type Options struct {
 	// (application "dbparity") are an application like any other and are
 	// always kept.
 	KeepOwn bool
+	// Stop, once closed, ends Convert's writing of the capture file
+	// early: the file is not written, and its temporary files go.
+	Stop <-chan struct{}
 }
 
 // Log formats.
@@ -55,18 +58,38 @@ const (
 // formats are mixed, or a stderr log matches the prefix nowhere; bad lines
 // are counted in Capture.Skipped.
 func Parse(files []string, opt Options) (*Capture, error) {
+	files, opt, mysql, err := checkFiles(files, opt)
+	if err != nil {
+		return nil, err
+	}
+	if mysql != "" {
+		return parseMySQL(files, mysql, opt)
+	}
+	p, logs, err := plan(files, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.readAll(logs); err != nil {
+		return nil, err
+	}
+	return p.b.capture(sourcesOf(logs)), nil
+}
+
+// checkFiles checks Parse's and Convert's arguments, drops files named
+// twice, and tells MySQL's and MariaDB's logs (their format, or "").
+func checkFiles(files []string, opt Options) ([]string, Options, string, error) {
 	switch opt.Format {
 	case "":
 		opt.Format = FormatAuto
 	case FormatAuto, FormatCSV, FormatJSON, FormatStderr, FormatMySQLGeneral, FormatMySQLSlow:
 	default:
-		return nil, fmt.Errorf("unknown log format %q: use auto, csvlog, jsonlog, stderr, mysql-general or mysql-slow", opt.Format)
+		return nil, opt, "", fmt.Errorf("unknown log format %q: use auto, csvlog, jsonlog, stderr, mysql-general or mysql-slow", opt.Format)
 	}
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
 	}
 	if len(files) == 0 {
-		return nil, errors.New("no log files given")
+		return nil, opt, "", errors.New("no log files given")
 	}
 	// The same file named twice would count its sessions twice.
 	seen := map[string]bool{}
@@ -79,30 +102,38 @@ func Parse(files []string, opt Options) (*Capture, error) {
 	}
 	files = unique
 	if isMySQLFormat(opt.Format) {
-		return parseMySQL(files, opt.Format, opt)
+		return files, opt, opt.Format, nil
 	}
 	if opt.Format == FormatAuto {
 		format, err := sniffFiles(files)
 		if err != nil {
-			return nil, err
+			return nil, opt, "", err
 		}
 		if format != "" {
-			return parseMySQL(files, format, opt)
+			return files, opt, format, nil
 		}
 	}
+	return files, opt, "", nil
+}
+
+// logFile is a log to read, as peek found it.
+type logFile struct {
+	path   string
+	format string
+	first  time.Time
+	empty  bool
+}
+
+// plan peeks at each PostgreSQL log, checks that they are of one format,
+// and orders them for reading.
+func plan(files []string, opt Options) (*parser, []logFile, error) {
 	p := &parser{opt: opt, b: newBuilder(opt)}
-	type logFile struct {
-		path   string
-		format string
-		first  time.Time
-		empty  bool
-	}
 	var logs []logFile
 	formats := map[string]string{}
 	for _, path := range files {
 		format, first, empty, err := p.peek(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		logs = append(logs, logFile{path: path, format: format, first: first, empty: empty})
 		if !empty {
@@ -117,7 +148,7 @@ func Parse(files []string, opt Options) (*Capture, error) {
 			list = append(list, fmt.Sprintf("%s is %s", path, f))
 		}
 		sort.Strings(list)
-		return nil, fmt.Errorf("log files of different formats (%s): capture one format at a time", strings.Join(list, ", "))
+		return nil, nil, fmt.Errorf("log files of different formats (%s): capture one format at a time", strings.Join(list, ", "))
 	}
 	// Rotation order; files without any timestamp go last, as given.
 	sort.SliceStable(logs, func(i, j int) bool {
@@ -127,20 +158,45 @@ func Parse(files []string, opt Options) (*Capture, error) {
 		}
 		return a.first.Before(z.first)
 	})
+	return p, logs, nil
+}
+
+func sourcesOf(logs []logFile) []string {
 	sources := make([]string, len(logs))
 	for i, l := range logs {
 		sources[i] = l.path
+	}
+	return sources
+}
+
+// readAll reads the logs in order into the builder: the reading in a
+// goroutine of its own, the building in this one (pipe.go).
+func (p *parser) readAll(logs []logFile) error {
+	pp := newPipe()
+	done := make(chan error, 1)
+	go func() {
+		err := p.readFiles(logs, pp)
+		pp.close()
+		done <- err
+	}()
+	pp.drain(p.b)
+	return <-done
+}
+
+// readFiles reads the logs in order, handing what it reads to out.
+func (p *parser) readFiles(logs []logFile, out sink) error {
+	for _, l := range logs {
 		if l.empty {
 			continue
 		}
-		if err := p.read(l.path, l.format); err != nil {
-			return nil, err
+		if err := p.read(l.path, l.format, out); err != nil {
+			return err
 		}
 	}
 	if p.grouper != nil {
 		p.grouper.flush()
 	}
-	return p.b.capture(sources), nil
+	return nil
 }
 
 type parser struct {
@@ -285,7 +341,6 @@ func (p *parser) compilePrefix() error {
 func (p *parser) firstTime(r io.Reader, format string) time.Time {
 	var first time.Time
 	quiet := newBuilder(p.opt)
-	quiet.clock = p.b.clock
 	n := 0
 	stop := func(e *entry) bool {
 		n++
@@ -295,19 +350,22 @@ func (p *parser) firstTime(r io.Reader, format string) time.Time {
 		}
 		return n < 1000
 	}
-	lines := newLineReader(r)
+	sc := newScanner(r)
 	switch format {
 	case FormatCSV:
-		readCSV(lines, "", quiet, stop)
+		readCSV(sc, "", p.b.clock, quiet, stop)
 	case FormatJSON:
-		readJSON(lines, "", quiet, stop)
+		readJSON(sc, "", p.b.clock, quiet, stop)
 	case FormatStderr:
 		for k := 0; k < 1000; k++ {
-			line, _, err := lines.next()
+			sp, err := sc.next()
 			if err == io.EOF || (err != nil && err != errLongLine) {
 				break
 			}
-			if m, ok := p.prefix.match(line, quiet.clock); ok {
+			if err != nil {
+				continue
+			}
+			if m, ok := p.prefix.match(string(sc.bytes(sp)), p.b.clock); ok {
 				return m.time
 			}
 		}
@@ -315,8 +373,8 @@ func (p *parser) firstTime(r io.Reader, format string) time.Time {
 	return first
 }
 
-// read parses one file into the builder.
-func (p *parser) read(path, format string) error {
+// read parses one file, handing what it reads to out.
+func (p *parser) read(path, format string, out sink) error {
 	lr, err := open(path)
 	if err != nil {
 		return err
@@ -326,14 +384,14 @@ func (p *parser) read(path, format string) error {
 	if p.opt.Progress != nil {
 		r = &progress{r: lr, file: path, size: lr.size, counter: lr.counter, report: p.opt.Progress}
 	}
-	lines := newLineReader(r)
-	err = p.readLines(lines, path, format)
+	sc := newScanner(r)
+	err = p.readLines(sc, path, format, out)
 	if p.opt.Progress != nil {
 		p.opt.Progress(path, lr.counter.n, lr.size)
 	}
 	var damaged errDamaged
 	if errors.As(err, &damaged) {
-		p.b.skip(Dropped, "rest of a file after a damaged gzip stream", fmt.Sprintf("%s:%d", path, lines.n+1))
+		out.skip(Dropped, "rest of a file after a damaged gzip stream", fmt.Sprintf("%s:%d", path, sc.n+1))
 		return nil
 	}
 	if err != nil {
@@ -342,19 +400,20 @@ func (p *parser) read(path, format string) error {
 	return nil
 }
 
-// readLines parses one log, whose name is only for messages.
-func (p *parser) readLines(lines *lineReader, name, format string) error {
-	emit := func(e *entry) bool { p.b.add(e); return true }
+// readLines parses one log, whose name is only for messages, handing what
+// it reads to out.
+func (p *parser) readLines(sc *scanner, name, format string, out sink) error {
+	emit := func(e *entry) bool { out.add(e); return true }
 	switch format {
 	case FormatCSV:
-		return readCSV(lines, name, p.b, emit)
+		return readCSV(sc, name, p.b.clock, out, emit)
 	case FormatJSON:
-		return readJSON(lines, name, p.b, emit)
+		return readJSON(sc, name, p.b.clock, out, emit)
 	}
 	if p.grouper == nil {
-		p.grouper = newGrouper(p.b)
+		p.grouper = newGrouper(out, p.b.clock)
 	}
-	matched, other, err := p.grouper.read(lines, name, p.prefix)
+	matched, other, err := p.grouper.read(sc, name, p.prefix)
 	if err == nil && matched == 0 && other > 0 {
 		return fmt.Errorf("none of its %d lines matches log_line_prefix %q: give the server's log_line_prefix (SHOW log_line_prefix), or the log is not a PostgreSQL stderr log",
 			other, p.prefix.source)
@@ -374,7 +433,7 @@ func parseReader(r io.Reader, name, format string, opt Options) (*Capture, error
 			return nil, err
 		}
 	}
-	if err := p.readLines(newLineReader(r), name, format); err != nil {
+	if err := p.readLines(newScanner(r), name, format, p.b); err != nil {
 		return nil, fmt.Errorf("read log %s: %w", name, err)
 	}
 	if p.grouper != nil {

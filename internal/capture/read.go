@@ -606,7 +606,7 @@ func (r *fileReader) statements(s *Session) error {
 		}
 		st := Statement{Offset: time.Duration(f.Offset) * time.Microsecond, Duration: time.Duration(f.Duration) * time.Microsecond,
 			Text: f.Text, Prepared: f.Prepared, Extended: f.Extended, Params: f.Params, ParamsTruncated: f.Truncated,
-			Seq: f.Seq, Rows: f.Rows, Types: f.Types, CopyBytes: f.CopyBytes, CopyData: f.CopyData}
+			Seq: f.Seq, Rows: f.Rows, Types: f.Types, CopyBytes: f.CopyBytes, CopyData: f.CopyData, InsertID: f.InsertID}
 		if f.Error != nil {
 			st.Error = &Error{SQLState: f.Error.SQLState, Message: f.Error.Message}
 		}

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -25,8 +26,12 @@ const severities = `DEBUG[1-5]|DEBUG|LOG|INFO|NOTICE|WARNING|ERROR|FATAL|PANIC|D
 
 // prefix is a log_line_prefix compiled into a matcher.
 type prefix struct {
-	source  string
+	source string
+	// re is the prefix as a regular expression: the definition of what a
+	// line's prefix is, which the matcher follows (prefixmatch.go) and
+	// the tests hold it to.
 	re      *regexp.Regexp
+	m       matcher
 	group   map[byte]int // escape -> submatch index of its first use
 	sev     int          // submatch index of the severity
 	timeEsc byte         // 'm', 't' or 'n'
@@ -78,11 +83,23 @@ func compilePrefix(src string) (*prefix, error) {
 	px := &prefix{source: src, group: map[byte]int{}}
 	var head, tail strings.Builder
 	out := &head
+	var nodes []pnode
+	opt := -1 // the optional part's element
 	groups := 0
+	// Literal text is gathered and quoted whole, so that a character of
+	// several bytes stays one.
+	var lit []byte
+	flush := func() {
+		if len(lit) > 0 {
+			out.WriteString(regexp.QuoteMeta(string(lit)))
+			nodes = append(nodes, pnode{kind: 'l', lit: string(lit)})
+			lit = lit[:0]
+		}
+	}
 	for i := 0; i < len(src); i++ {
 		ch := src[i]
 		if ch != '%' {
-			out.WriteString(regexp.QuoteMeta(string(ch)))
+			lit = append(lit, ch)
 			continue
 		}
 		i++
@@ -101,9 +118,14 @@ func compilePrefix(src string) (*prefix, error) {
 		esc := src[i]
 		switch esc {
 		case '%':
-			out.WriteString("%")
+			lit = append(lit, '%')
 			continue
 		case 'q':
+			flush()
+			if opt < 0 {
+				opt = len(nodes)
+				nodes = append(nodes, pnode{kind: 'o'})
+			}
 			out = &tail
 			continue
 		}
@@ -111,6 +133,7 @@ func compilePrefix(src string) (*prefix, error) {
 		if !ok {
 			continue
 		}
+		flush()
 		groups++
 		if _, seen := px.group[esc]; !seen {
 			px.group[esc] = groups
@@ -120,7 +143,9 @@ func compilePrefix(src string) (*prefix, error) {
 		} else {
 			fmt.Fprintf(out, `(%s)`, pat)
 		}
+		nodes = append(nodes, pnode{kind: 'g', esc: esc, group: groups, padded: padded})
 	}
+	flush()
 	for _, t := range []byte{'m', 'n', 't'} {
 		if _, ok := px.group[t]; ok {
 			px.timeEsc = t
@@ -146,6 +171,25 @@ func compilePrefix(src string) (*prefix, error) {
 	}
 	px.re = re
 	px.sev = groups + 1
+	nodes = append(nodes, pnode{kind: 's', group: groups + 1})
+	if opt >= 0 {
+		if opt == len(nodes)-2 {
+			// %q with nothing after it.
+			nodes = append(nodes[:opt], nodes[opt+1:]...)
+		} else {
+			nodes[opt].skip = len(nodes) - 1
+		}
+	}
+	for i := range nodes[:len(nodes)-1] {
+		n, next := &nodes[i], nodes[i+1]
+		// A literal found by searching starts a character whatever the
+		// bytes before it, as the regexp package steps through them: it
+		// must not start with a byte inside a character.
+		if n.kind == 'g' && !n.padded && next.kind == 'l' && (next.lit[0] < 0x80 || next.lit[0] >= 0xc0) {
+			n.follow = next.lit
+		}
+	}
+	px.m = matcher{nodes: nodes, groups: groups}
 	return px, nil
 }
 
@@ -159,7 +203,7 @@ func (px *prefix) match(line string, c *clock) (prefixMatch, bool) {
 	if len(head) > maxPrefix {
 		head = head[:maxPrefix]
 	}
-	loc := px.re.FindStringSubmatchIndex(head)
+	loc := px.m.find(head)
 	if loc == nil {
 		return prefixMatch{}, false
 	}
@@ -216,7 +260,8 @@ func (px *prefix) match(line string, c *clock) (prefixMatch, bool) {
 // without it lines of different sessions may interleave, so each session
 // has its own open message. Sessions continue across files.
 type grouper struct {
-	b       *builder
+	out     sink
+	clock   *clock
 	open    map[string]*entry
 	seq     map[*entry]int
 	n       int
@@ -224,39 +269,42 @@ type grouper struct {
 	scratch string
 }
 
-func newGrouper(b *builder) *grouper {
-	return &grouper{b: b, open: map[string]*entry{}, seq: map[*entry]int{}}
+func newGrouper(out sink, clk *clock) *grouper {
+	return &grouper{out: out, clock: clk, open: map[string]*entry{}, seq: map[*entry]int{}}
 }
 
-func (g *grouper) read(lines *lineReader, file string, px *prefix) (matched, other int, err error) {
+func (g *grouper) read(sc *scanner, file string, px *prefix) (matched, other int, err error) {
 	for {
-		line, n, err := lines.next()
+		sp, err := sc.next()
+		n := sp.n
 		if err == io.EOF {
 			return matched, other, nil
 		}
 		if err == errLongLine {
-			g.b.skip(Dropped, reasonLong, fmt.Sprintf("%s:%d", file, n))
+			g.out.skip(Dropped, reasonLong, fmt.Sprintf("%s:%d", file, n))
 			g.cur = nil
 			continue
 		}
 		if err != nil {
 			return matched, other, err
 		}
-		if strings.HasPrefix(line, "\t") && g.cur != nil {
-			*g.cur += "\n" + line[1:]
+		b := sc.bytes(sp)
+		if len(b) > 0 && b[0] == '\t' && g.cur != nil {
+			*g.cur += "\n" + string(b[1:])
 			continue
 		}
-		if strings.TrimSpace(line) == "" {
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		m, ok := px.match(line, g.b.clock)
+		line := string(b)
+		m, ok := px.match(line, g.clock)
 		if !ok {
 			other++
 			reason := reasonPrefix
 			if strings.HasPrefix(line, "\t") {
 				reason = reasonOrphanPart
 			}
-			g.b.skip(Dropped, reason, fmt.Sprintf("%s:%d", file, n))
+			g.out.skip(Dropped, reason, fmt.Sprintf("%s:%d", file, n))
 			g.cur = nil
 			continue
 		}
@@ -269,7 +317,7 @@ func (g *grouper) read(lines *lineReader, file string, px *prefix) (matched, oth
 		case "DETAIL", "CONTEXT", "STATEMENT", "HINT", "QUERY", "LOCATION":
 			e := g.open[key]
 			if e == nil {
-				g.b.skip(Dropped, reasonOrphanPart, fmt.Sprintf("%s:%d", file, n))
+				g.out.skip(Dropped, reasonOrphanPart, fmt.Sprintf("%s:%d", file, n))
 				g.cur = nil
 				continue
 			}
@@ -300,7 +348,7 @@ func (g *grouper) read(lines *lineReader, file string, px *prefix) (matched, oth
 		if m.severity == "LOG" && strings.HasPrefix(m.rest, "disconnection: ") {
 			// Nothing follows a disconnection: hand it over now, so that
 			// a long log does not keep one message per session it saw.
-			g.b.add(e)
+			g.out.add(e)
 			g.cur = &g.scratch
 			continue
 		}
@@ -314,7 +362,7 @@ func (g *grouper) read(lines *lineReader, file string, px *prefix) (matched, oth
 func (g *grouper) emit(key string, e *entry) {
 	delete(g.open, key)
 	delete(g.seq, e)
-	g.b.add(e)
+	g.out.add(e)
 }
 
 // flush hands over the messages still open, in the order they were read.

@@ -33,6 +33,10 @@ type myReplayConn struct {
 	wire   *myWire // the socket's own reader; nil: the driver reads every answer
 	text   []byte  // a command's packet: myHeader bytes, then the text
 	lost   bool    // the reader dropped the connection
+	// mariaDB: the server is MariaDB, which takes a statement's
+	// AUTO_INCREMENT value from SET STATEMENT insert_id=N FOR (MySQL 8
+	// has no SET STATEMENT).
+	mariaDB bool
 }
 
 // innodbCacheIdle is how long InnoDB's information_schema lock tables
@@ -70,8 +74,9 @@ func (t *Target) connectMyReplay(ctx context.Context, user, database, app string
 		err = c.PingContext(ctx)
 	}
 	var id uint32
+	var version string
 	if err == nil {
-		err = c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id)
+		err = c.QueryRowContext(ctx, "SELECT CONNECTION_ID(), VERSION()").Scan(&id, &version)
 	}
 	if err == nil && strings.HasPrefix(app, ownPrefix) {
 		_, err = c.ExecContext(ctx, OwnMarkerSQL(app))
@@ -83,7 +88,7 @@ func (t *Target) connectMyReplay(ctx context.Context, user, database, app string
 		db.Close()
 		return nil, &ConnectError{User: cfg.User, Database: cfg.DBName, Err: err}
 	}
-	r := &myReplayConn{db: db, c: c, id: id, w: watch{n: n}}
+	r := &myReplayConn{db: db, c: c, id: id, w: watch{n: n}, mariaDB: strings.Contains(version, "MariaDB")}
 	if myReplayWire && wireable(cfg) && n.cc.n != nil {
 		r.wire = &myWire{conn: n.cc, maxPacket: cfg.MaxAllowedPacket}
 	}
@@ -269,9 +274,50 @@ func myTag(text string, rows int) string {
 }
 
 func firstWord(s string) string {
-	s = strings.TrimLeft(s, " \t\r\n(")
+	s = strings.TrimLeft(afterInsertID(s), " \t\r\n(")
 	if i := strings.IndexAny(s, " \t\r\n(;"); i >= 0 {
 		return s[:i]
+	}
+	return s
+}
+
+// InsertIDs is a replay connection that can make a statement take the
+// AUTO_INCREMENT value it took in the capture.
+type InsertIDs interface {
+	// WithInsertID returns the text to send for sql, an INSERT or
+	// REPLACE, so that the first AUTO_INCREMENT value it generates is id
+	// (and the next ones follow it, by auto_increment_increment), and
+	// false when this server cannot be told (MySQL).
+	WithInsertID(sql string, id int64) (string, bool)
+}
+
+// insertIDPrefix begins a text WithInsertID made.
+const insertIDPrefix = "SET STATEMENT insert_id="
+
+// WithInsertID puts MariaDB's SET STATEMENT insert_id=N FOR before sql:
+// the session's insert_id is N for that statement alone. A plain SET
+// insert_id=N would cost no round trip more in a multi-statement text,
+// but it stays set until a statement generates a value: after an INSERT
+// given its ids (whose captured OK packet carries the explicit value) it
+// would give the session's next INSERT that value (checked on MariaDB
+// 10.11: it survives SELECTs, UPDATEs and explicit inserts; SET
+// STATEMENT restores it after the statement). The server parses the
+// prefix with the statement: no round trip more.
+func (r *myReplayConn) WithInsertID(sql string, id int64) (string, bool) {
+	if !r.mariaDB || id <= 0 {
+		return sql, false
+	}
+	return insertIDPrefix + strconv.FormatInt(id, 10) + " FOR " + sql, true
+}
+
+// afterInsertID is a text without the prefix WithInsertID put before it:
+// its own statement, whose kind and rows its outcome reads.
+func afterInsertID(s string) string {
+	if !strings.HasPrefix(s, insertIDPrefix) {
+		return s
+	}
+	if i := strings.Index(s, " FOR "); i >= 0 {
+		return s[i+len(" FOR "):]
 	}
 	return s
 }

@@ -372,11 +372,22 @@ func lockWaitsVisible(ctx context.Context, t *opened) error {
 // causes are the reasons, known from the capture, that a table may end
 // otherwise than the capture's end state: a COPY FROM STDIN whose rows
 // the log does not hold, statements that write values drawn at random
-// (random(), gen_random_uuid()); the clock's values are the date and time
-// columns' the comparison sets apart.
+// (random(), gen_random_uuid()), and, from MySQL's and MariaDB's logs,
+// which hold no insert ids, statements that write the AUTO_INCREMENT
+// value their session took last (LAST_INSERT_ID()); the clock's values
+// are the date and time columns' the comparison sets apart.
 func causes(c *capture.Capture, keep func(*capture.Session) bool) map[string]snapshot.Cause {
 	out := map[string]snapshot.Cause{}
 	seen := map[int]bool{}
+	idsUnknown := c.Engine == capture.EngineMySQL && !c.FromWire()
+	for i := 0; idsUnknown && i < len(c.Sessions); i++ {
+		for _, st := range c.Sessions[i].Statements {
+			if st.InsertID > 0 {
+				idsUnknown = false // a slow log that holds them
+				break
+			}
+		}
+	}
 	for i := range c.Sessions {
 		if keep != nil && !keep(&c.Sessions[i]) {
 			continue
@@ -398,6 +409,12 @@ func causes(c *capture.Capture, keep func(*capture.Session) bool) map[string]sna
 			if v := capture.Volatile(text); v != "" && !capture.Clock(v) {
 				if _, ok := out[table]; !ok {
 					out[table] = snapshot.Cause{Why: "the application's statements write it with " + v + ", whose values differ from run to run"}
+				}
+			}
+			if idsUnknown && capture.CallsLastInsertID(text) {
+				if _, ok := out[table]; !ok {
+					out[table] = snapshot.Cause{Why: "the application's statements write it with LAST_INSERT_ID(), the AUTO_INCREMENT value " +
+						"their session took last, which concurrent sessions took in another order (the log does not hold the values)"}
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,11 +18,13 @@ import (
 // recorder decodes it for a server on the MySQL port: the handshake (user,
 // database), text queries, prepared statements' executions with their
 // binary parameters written into the text as the general log writes them
-// (a MySQL capture replays text), OK packets' affected rows, result sets'
-// rows, ERR packets' SQLSTATE.
+// (a MySQL capture replays text), OK packets' affected rows (and an
+// INSERT's first AUTO_INCREMENT value), result sets' rows, ERR packets'
+// SQLSTATE.
 
 // Capability flags.
 const (
+	myFoundRows     = 0x00000002
 	myConnectWithDB = 0x00000008
 	mySSL           = 0x00000800
 	mySecureConn    = 0x00008000
@@ -49,8 +52,11 @@ type myState struct {
 	// eofUnknown: a connection picked up after its handshake, whose
 	// noEOF is learnt from the first result set's shape.
 	eofUnknown bool
-	stmts      map[uint32]*myStmt
-	cmd        *myCmd // the command awaiting its answer
+	// foundRows: the client asked for rows matched rather than changed
+	// (CLIENT_FOUND_ROWS), known from its handshake (capsKnown).
+	foundRows, capsKnown bool
+	stmts                map[uint32]*myStmt
+	cmd                  *myCmd // the command awaiting its answer
 }
 
 type myStmt struct {
@@ -73,6 +79,7 @@ type myCmd struct {
 	rows    int64
 	id      uint32
 	nparams int
+	results int // the results answered so far (a multi-statement query has several)
 }
 
 // myPacket takes one packet: 3-byte length, sequence number, payload.
@@ -130,6 +137,7 @@ func (s *session) myClient(p []byte, at time.Time) {
 			return
 		}
 		m.noEOF = caps&m.serverCaps&myDeprecateEOF != 0
+		m.foundRows, m.capsKnown = caps&myFoundRows != 0, true
 		r := msg{b: p[32:]}
 		user := r.str()
 		switch {
@@ -277,8 +285,9 @@ func (s *session) myServer(p []byte, at time.Time) {
 			}
 			r := msg{b: p[1:]}
 			rows := int64(r.lenenc())
-			r.lenenc()
+			id := r.lenenc()
 			status := r.u16le()
+			s.myInsertID(c, rows, id)
 			s.myResult(c, s.slab.int64p(rows), nil, status, at)
 		case 0xff:
 			r := msg{b: p[1:]}
@@ -369,6 +378,7 @@ func isColumnDef(p []byte) bool { return len(p) > 4 && string(p[:4]) == "\x03def
 // myResult ends a result: the statement ends unless another result
 // follows (a multi-statement query, a procedure's results).
 func (s *session) myResult(c *myCmd, rows *int64, e *capture.Error, status uint16, at time.Time) {
+	c.results++
 	if status&myMoreResults != 0 && e == nil {
 		c.stage = 0
 		return
@@ -381,6 +391,41 @@ func (s *session) myResult(c *myCmd, rows *int64, e *capture.Error, status uint1
 	st := c.p.st
 	s.record(c.p, at, st)
 }
+
+// myInsertID keeps the first AUTO_INCREMENT value an INSERT or REPLACE
+// took, from its OK packet's last_insert_id (rows is the rows it
+// affected): the first result's, the statement's that the text begins
+// with. Other statements' OK packets carry 0, or the argument of a
+// LAST_INSERT_ID(expr) they called, which no replay needs. An INSERT
+// given its ids carries the last explicit value, which a replay's
+// statement does not take (MariaDB's SET STATEMENT insert_id=N FOR
+// leaves nothing behind for the next). An INSERT ... ON DUPLICATE KEY
+// UPDATE that updated a row carries that row's id, not a value it took:
+// it is kept only where one row was inserted (rows affected 1, in a
+// session whose client counts rows changed, not matched: with
+// CLIENT_FOUND_ROWS an unchanged row counts 1 too).
+func (s *session) myInsertID(c *myCmd, rows int64, id uint64) {
+	if c.results > 0 || c.p == nil || id == 0 || id > math.MaxInt64 || !capture.InsertLike(c.p.text) {
+		return
+	}
+	if upsert(c.p.text) && (rows != 1 || !s.my.capsKnown || s.my.foundRows) {
+		return
+	}
+	c.p.st.InsertID = int64(id)
+}
+
+// upsert tells an INSERT ... ON DUPLICATE KEY UPDATE.
+func upsert(text string) bool {
+	for i := 0; i+9 <= len(text); i++ {
+		if (text[i] == 'D' || text[i] == 'd') && strings.EqualFold(text[i:i+9], "DUPLICATE") {
+			return onDuplicate.MatchString(text)
+		}
+	}
+	return false
+}
+
+// onDuplicate is the clause of an upsert.
+var onDuplicate = regexp.MustCompile(`(?i)\bON\s+DUPLICATE\s+KEY\s+UPDATE\b`)
 
 // bind writes an execution's parameters into the prepared text, as the
 // general log does; false when a value's type is not decoded.

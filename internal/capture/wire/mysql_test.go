@@ -194,3 +194,80 @@ func TestMyLongData(t *testing.T) {
 		t.Errorf("statements %q, want %q", texts, want)
 	}
 }
+
+// An INSERT's or REPLACE's OK packet gives the first AUTO_INCREMENT value
+// it took (its last_insert_id), kept for the replay to give it again:
+// text queries and prepared statements' executions alike; the first
+// statement's of a multi-statement query; not another statement's (an
+// UPDATE calling LAST_INSERT_ID(expr) is answered with expr), nor an
+// upsert's that updated a row (its id is the row's), nor one's whose
+// client counts rows matched (an unchanged row counts 1 as an insert
+// does), nor any upsert's on a connection whose handshake was not seen.
+func TestMyInsertID(t *testing.T) {
+	pkt := func(seq byte, payload ...byte) []byte {
+		return append([]byte{byte(len(payload)), byte(len(payload) >> 8), 0, seq}, payload...)
+	}
+	// ok is an OK packet: rows affected, last insert id (lenenc), status.
+	ok := func(rows byte, id []byte, status byte) []byte {
+		return pkt(1, append(append([]byte{0, rows}, id...), status, 0, 0, 0)...)
+	}
+	for _, tc := range []struct {
+		found, known bool // the client's CLIENT_FOUND_ROWS, and whether its handshake was seen
+		want         map[string]int64
+	}{
+		{known: true, want: map[string]int64{"INSERT INTO t (v) VALUES (1)": 42, "/* app */ replace into t (v) values (2)": 300,
+			"INSERT INTO t (v) VALUES (3); INSERT INTO t (v) VALUES (4)": 43, "INSERT INTO t (v) VALUES (5)": 44,
+			"INSERT INTO t (v) VALUES (6) ON DUPLICATE KEY UPDATE v = 7": 45}},
+		{known: true, found: true, want: map[string]int64{"INSERT INTO t (v) VALUES (1)": 42, "/* app */ replace into t (v) values (2)": 300,
+			"INSERT INTO t (v) VALUES (3); INSERT INTO t (v) VALUES (4)": 43, "INSERT INTO t (v) VALUES (5)": 44}},
+		{want: map[string]int64{"INSERT INTO t (v) VALUES (1)": 42, "/* app */ replace into t (v) values (2)": 300,
+			"INSERT INTO t (v) VALUES (3); INSERT INTO t (v) VALUES (4)": 43, "INSERT INTO t (v) VALUES (5)": 44}},
+	} {
+		rec := NewRecorder("test")
+		rec.MySQL = true
+		now := time.Now()
+		x := rec.openMidstream("10.0.0.2:40000", now)
+		x.s.my.capsKnown, x.s.my.foundRows = tc.known, tc.found
+		query := func(sql string, answer ...[]byte) {
+			x.FromClient(pkt(0, append([]byte{comQuery}, sql...)...), now)
+			for _, a := range answer {
+				x.FromServer(a, now)
+			}
+		}
+		query("INSERT INTO t (v) VALUES (1)", ok(1, []byte{42}, 2))
+		query("/* app */ replace into t (v) values (2)", ok(2, []byte{0xfc, 0x2c, 0x01}, 2))
+		query("UPDATE t SET v = LAST_INSERT_ID(v + 1)", ok(1, []byte{9}, 2))
+		query("INSERT INTO t (v) VALUES (3); INSERT INTO t (v) VALUES (4)", ok(1, []byte{43}, 2|0x08), ok(1, []byte{44}, 2))
+		query("UPDATE t SET v = 0; INSERT INTO t (v) VALUES (4)", ok(1, []byte{0}, 2|0x08), ok(1, []byte{44}, 2))
+		query("INSERT INTO t (v) VALUES (6) ON DUPLICATE KEY UPDATE v = 7", ok(1, []byte{45}, 2))
+		query("INSERT INTO t (v) VALUES (6) ON DUPLICATE KEY UPDATE v = 8", ok(2, []byte{45}, 2))
+		query("INSERT IGNORE INTO t (v) VALUES (6)", ok(0, []byte{0}, 2))
+		// A prepared INSERT (id 7, one parameter) and its execution.
+		x.FromClient(pkt(0, append([]byte{comStmtPrepare}, "INSERT INTO t (v) VALUES (?)"...)...), now)
+		colDef := append([]byte("\x03def"), "\x00\x00\x00\x01?\x00\x0c\x3f\x00\x00\x00\x00\x00\xfd\x80\x00\x00\x00\x00"...)
+		for _, p := range [][]byte{pkt(1, 0, 7, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0), pkt(2, colDef...), pkt(3, 0xfe, 0, 0, 2, 0)} {
+			x.FromServer(p, now)
+		}
+		x.FromClient(pkt(0, comStmtExecute, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0x03, 0, 5, 0, 0, 0), now)
+		x.FromServer(ok(1, []byte{44}, 2), now)
+		x.Close(now)
+		c := rec.Capture()
+		got := map[string]int64{}
+		for _, s := range c.Sessions {
+			for _, st := range s.Statements {
+				if st.InsertID != 0 {
+					got[c.Texts[st.Text]] = st.InsertID
+				}
+			}
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("found rows %v, handshake seen %v: insert ids %v, want %v", tc.found, tc.known, got, tc.want)
+			continue
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("found rows %v, handshake seen %v: %s: insert id %d, want %d", tc.found, tc.known, k, got[k], v)
+			}
+		}
+	}
+}

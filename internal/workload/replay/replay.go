@@ -140,8 +140,14 @@ type play struct {
 	kinds []int // txKindOf of each capture text
 	// sql is each capture text as sent: the text, or with the database
 	// it names renamed by MapDB (USE, CREATE and DROP DATABASE).
-	sql   []string
-	start time.Time
+	sql []string
+	// insertLike marks the texts (INSERT, REPLACE with VALUES or SET)
+	// that a MySQL capture's insert ids are sent with (withInsertID). An
+	// INSERT ... SELECT is not given its: InnoDB reserves values ahead
+	// for it, and one given its first value reserves none, which would
+	// leave the table's counter lower than the capture's.
+	insertLike []bool
+	start      time.Time
 }
 
 func newPlay(o Options) *play {
@@ -161,6 +167,7 @@ func newPlay(o Options) *play {
 		p.why = append(p.why, p.reason(text))
 		p.kinds = append(p.kinds, txKindOf(text))
 		p.sql = append(p.sql, renameDatabase(text, c.Engine == capture.EngineMySQL, o.MapDB))
+		p.insertLike = append(p.insertLike, c.Engine == capture.EngineMySQL && capture.InsertLike(text) && !capture.InsertSelect(text))
 	}
 	for i := range c.Sessions {
 		p.keep[i] = o.Keep == nil || o.Keep(&c.Sessions[i])
@@ -418,7 +425,7 @@ func (p *play) session(ctx context.Context, i int) {
 		case st.Extended:
 			tag, err = conn.Extended(ctx, text, st.Params, types)
 		default:
-			tag, err = conn.Simple(ctx, text)
+			tag, err = conn.Simple(ctx, p.withInsertID(conn, st, text))
 		}
 		took := p.live.end(i)
 		if ctx.Err() != nil && err != nil {
@@ -529,7 +536,7 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 	batch := make([]engine.BatchStatement, len(idx))
 	for k, j := range idx {
 		st := &sts[j]
-		batch[k] = engine.BatchStatement{Name: st.Prepared, SQL: p.sql[st.Text], Params: st.Params, Types: p.o.Types[st.Text]}
+		batch[k] = engine.BatchStatement{Name: st.Prepared, SQL: p.withInsertID(conn, st, p.sql[st.Text]), Params: st.Params, Types: p.o.Types[st.Text]}
 	}
 	// Each statement counts as sent once the one before it is answered:
 	// what others wait to see sent (a COMMIT, so that they queue behind
@@ -575,6 +582,26 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 		return ran, false
 	}
 	return ran, true
+}
+
+// withInsertID is the text to send for a statement whose capture knows
+// the first AUTO_INCREMENT value it took (a MySQL or MariaDB wire
+// capture, a slow log that holds SET insert_id): made to take that value
+// again where the connection can (MariaDB). Concurrent sessions' inserts
+// between the same commits reach the server in any order, and would
+// take the values in that order; each takes its own instead, and the
+// rows end with the ids they had (and the rows that took an id from
+// them, through LAST_INSERT_ID() or the application, with theirs).
+func (p *play) withInsertID(conn engine.ReplayConn, st *capture.Statement, text string) string {
+	if st.InsertID <= 0 || !p.insertLike[st.Text] {
+		return text
+	}
+	if c, ok := conn.(engine.InsertIDs); ok {
+		if with, ok := c.WithInsertID(text, st.InsertID); ok {
+			return with
+		}
+	}
+	return text
 }
 
 // completed marks a statement done for synchronisation.
