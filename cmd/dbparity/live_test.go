@@ -219,7 +219,15 @@ func TestPartsMetrics(t *testing.T) {
 			}
 		}
 	}
-	if code, _, stderr := dbparity(t, dir, "merge", "--out", "run.json", "part-0.json", "part-1.json"); code != 0 {
+	code, _, stderr := dbparity(t, dir, "merge", "--out", "run.json", "part-0.json", "part-1.json")
+	if code != 0 && strings.Contains(stderr, "they did not run at once") {
+		// A loaded host started a part's window more than 100 ms late
+		// (108 ms with a second suite beside): what this test checks of
+		// the merged run does not depend on it.
+		t.Logf("merge: %s: merged with --force", strings.TrimSpace(stderr))
+		code, _, stderr = dbparity(t, dir, "merge", "--force", "--out", "run.json", "part-0.json", "part-1.json")
+	}
+	if code != 0 {
 		t.Fatalf("merge: %s", stderr)
 	}
 	merged, err := result.Read(filepath.Join(dir, "run.json"))
