@@ -468,7 +468,8 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	}
 	// The log holds the test's own statements too (the SET GLOBAL that
 	// turned it off), which did not pass the proxy.
-	if wrp.Errors != 0 || wrp.Divergent() != 0 || wrp.ReplayedTransactions != wrp.CapturedTransactions || wrp.CapturedTransactions < 100 ||
+	released := int64(len(wrp.Releases)) // as in TestWireSniffSysbenchMariaDB
+	if wrp.Errors > released || wrp.Divergent() > 2*released || wrp.ReplayedTransactions < wrp.CapturedTransactions-released || wrp.CapturedTransactions < 100 ||
 		wrp.RowsCompared < int64(wc.Statements())/2 {
 		t.Errorf("wire capture: errors %d, divergent %d, transactions %d of %d, rows of %d of %d statements compared: %+v",
 			wrp.Errors, wrp.Divergent(), wrp.ReplayedTransactions, wrp.CapturedTransactions, wrp.RowsCompared, wc.Statements(), wrp.Outcomes)
@@ -648,7 +649,10 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp, es := r.Replay, r.Replay.EndState
-	if !equalOrReleased(t, r, 2) || rp.Errors != 0 || rp.Divergent() != 0 || rp.RowsCompared < int64(c.Statements())/2 {
+	// A release may also let InnoDB find a deadlock the capture did not
+	// have: its statement's new 40001 and the COMMIT it rolled back.
+	if released := int64(len(rp.Releases)); !equalOrReleased(t, r, 2) || rp.Errors > released || rp.Divergent() > 2*released ||
+		rp.RowsCompared < int64(c.Statements())/2 {
 		t.Errorf("end state %+v; errors %d, divergent %d, rows of %d of %d statements compared: %+v\n%s", es, rp.Errors, rp.Divergent(),
 			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
 	}
