@@ -68,15 +68,17 @@ func TestDatabaseHostSources(t *testing.T) {
 			agree(t, r.OS.Window, r.DriverOS.Window)
 			// DB CPU comes from the server's processes through sql (with
 			// node-exporter too: the test's role is a superuser).
+			// Some, and no more than the host's busy CPUs (0.03 cores with
+			// a second suite beside: the server got little of the CPUs).
 			busy := r.OS.Window.CPUBusyPct / 100 * float64(r.OS.Window.NumCPU)
-			if r.OS.Window.ServerCPUCores == nil || *r.OS.Window.ServerCPUCores <= 0.05 || *r.OS.Window.ServerCPUCores > busy+0.05 {
+			if c := r.OS.Window.ServerCPUCores; c == nil || *c <= 0 || *c > busy+0.05 {
 				var per []float64
 				for _, p := range r.OS.Series {
 					if p.ServerCPUCores != nil {
 						per = append(per, *p.ServerCPUCores)
 					}
 				}
-				t.Errorf("DB CPU from the %s source: %v cores of %.2f busy; series %v", src, r.OS.Window.ServerCPUCores, busy, per)
+				t.Errorf("DB CPU from the %s source: %.3f cores of %.2f busy (nil: %v); series %v", src, result.Value(c), busy, c == nil, per)
 			}
 			h := r.Disclosure.Host
 			if h.Kernel == "" || h.Kernel != local.Kernel || h.Hostname != local.Hostname {
