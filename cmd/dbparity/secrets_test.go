@@ -125,7 +125,7 @@ func TestRunWithPasswordsLikeOtherParts(t *testing.T) {
 			if i%2 == 1 { // both spellings of the flag reach the recorded command
 				targetArgs = []string{"--target=" + r.target}
 			}
-			args := append([]string{"run", "--workload", "slob", "--users", "1", "--duration", "300ms", "--warmup", "0s",
+			args := append([]string{"run", "--workload", "slob", "--users", "1", "--duration", "1s", "--warmup", "0s",
 				"--label", "secret", "--out", out}, targetArgs...)
 			code, stdout, stderr, journal := runWatchingJournal(t, dir, r.env, out, args...)
 			if code != 0 {
