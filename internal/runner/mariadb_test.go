@@ -469,16 +469,10 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	// The log holds the test's own statements too (the SET GLOBAL that
 	// turned it off), which did not pass the proxy.
 	released := int64(len(wrp.Releases)) // as in TestWireSniffSysbenchMariaDB
-	newErrors := wrp.Errors              // less the deadlocks the capture had too
-	for _, o := range wrp.Outcomes {
-		if o.Kind == "expected error" {
-			newErrors -= o.Count
-		}
-	}
-	if newErrors > released || wrp.Divergent() > 2*released || wrp.ReplayedTransactions < wrp.CapturedTransactions-released || wrp.CapturedTransactions < 100 ||
+	if newErrors(wrp) > released || wrp.Divergent() > 2*released || wrp.ReplayedTransactions < wrp.CapturedTransactions-released || wrp.CapturedTransactions < 100 ||
 		wrp.RowsCompared < int64(wc.Statements())/2 {
 		t.Errorf("wire capture: errors %d (%d not captured), divergent %d, transactions %d of %d, rows of %d of %d statements compared: %+v",
-			wrp.Errors, newErrors, wrp.Divergent(), wrp.ReplayedTransactions, wrp.CapturedTransactions, wrp.RowsCompared, wc.Statements(), wrp.Outcomes)
+			wrp.Errors, newErrors(wrp), wrp.Divergent(), wrp.ReplayedTransactions, wrp.CapturedTransactions, wrp.RowsCompared, wc.Statements(), wrp.Outcomes)
 	}
 	// Changes are compared too: the rows each UPDATE, DELETE and INSERT
 	// affected.
@@ -657,13 +651,7 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 	rp, es := r.Replay, r.Replay.EndState
 	// A release may also let InnoDB find a deadlock the capture did not
 	// have: its statement's new 40001 and the COMMIT it rolled back.
-	expected := int64(0) // deadlocks the capture had too
-	for _, o := range rp.Outcomes {
-		if o.Kind == "expected error" {
-			expected += o.Count
-		}
-	}
-	if released := int64(len(rp.Releases)); !equalOrReleased(t, r, 2) || rp.Errors-expected > released || rp.Divergent() > 2*released ||
+	if released := int64(len(rp.Releases)); !equalOrReleased(t, r, 2) || newErrors(rp) > released || rp.Divergent() > 2*released ||
 		rp.RowsCompared < int64(c.Statements())/2 {
 		t.Errorf("end state %+v; errors %d, divergent %d, rows of %d of %d statements compared: %+v\n%s", es, rp.Errors, rp.Divergent(),
 			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
@@ -691,6 +679,18 @@ func equalOrReleased(t *testing.T, r *result.Run, of int) bool {
 	}
 	t.Logf("end state differs after %d synchronisation releases: %s", len(r.Replay.Releases), es.Summary)
 	return strings.Contains(text.String(), fmt.Sprintf("released %d synchronisation", len(r.Replay.Releases)))
+}
+
+// newErrors is the replay's errors less those the capture had too (a
+// deadlock captured and replayed alike).
+func newErrors(rp *result.Replay) int64 {
+	n := rp.Errors
+	for _, o := range rp.Outcomes {
+		if o.Kind == "expected error" {
+			n -= o.Count
+		}
+	}
+	return n
 }
 
 // copySbtest copies sysbench's tables of database sbtest into each of dbs
