@@ -182,7 +182,11 @@ type session struct {
 	portals  map[string]portal
 	group    time.Time // the first message of the statement being built
 	pending  []*pend   // statements sent, awaiting their end, in order; nil entries mark a Sync
-	simple   *pend
+	// describes are the prepared statements whose parameter types the
+	// client asked for (Describe), awaiting the server's
+	// ParameterDescription, in order; nil entries mark a Sync.
+	describes []*string
+	simple    *pend
 	slab     slab
 }
 
@@ -492,7 +496,16 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 		s.pending = append(s.pending, &pend{st: st, text: pr.text, start: start})
 	case 'S':
 		s.pending = append(s.pending, nil) // a Sync: the server answers ReadyForQuery
+		s.describes = append(s.describes, nil)
 		s.group = time.Time{}
+	case 'D':
+		// A client that names no parameter types (pgx, node-postgres)
+		// learns them from the server's answer to this, and then sends
+		// integers, floats and timestamps in binary: the answer gives the
+		// types to decode them with.
+		if kind, name := m.byte(), m.str(); kind == 'S' && !m.bad {
+			s.describes = append(s.describes, &name)
+		}
 	case 'C':
 		kind, name := m.byte(), m.str()
 		if kind == 'S' {
@@ -566,6 +579,27 @@ func (s *session) server(typ byte, body []byte, at time.Time) {
 			p.rows = rows
 			s.finish(p, at)
 		}
+	case 't':
+		if len(s.describes) == 0 || s.describes[0] == nil {
+			return // not asked for as decoded: nothing to type
+		}
+		name := *s.describes[0]
+		s.describes = s.describes[1:]
+		pr, ok := s.prepared[name]
+		if !ok {
+			return
+		}
+		types := make([]uint32, m.u16())
+		for i := range types {
+			types[i] = m.u32()
+			if i < len(pr.types) && pr.types[i] != 0 {
+				types[i] = pr.types[i] // as the client declared it
+			}
+		}
+		if !m.bad {
+			pr.types = types
+			s.prepared[name] = pr
+		}
 	case 'E':
 		e := errorOf(body)
 		if s.simple != nil {
@@ -578,9 +612,12 @@ func (s *session) server(typ byte, body []byte, at time.Time) {
 			p.err = e
 			s.finish(p, at)
 		}
-		// The rest up to the Sync never ran.
+		// The rest up to the Sync never ran, nor is any describe answered.
 		for len(s.pending) > 0 && s.pending[0] != nil {
 			s.pending = s.pending[1:]
+		}
+		for len(s.describes) > 0 && s.describes[0] != nil {
+			s.describes = s.describes[1:]
 		}
 	case 'Z':
 		if s.simple != nil {
@@ -595,6 +632,12 @@ func (s *session) server(typ byte, body []byte, at time.Time) {
 		}
 		if len(s.pending) > 0 {
 			s.pending = s.pending[1:]
+		}
+		for len(s.describes) > 0 && s.describes[0] != nil {
+			s.describes = s.describes[1:]
+		}
+		if len(s.describes) > 0 {
+			s.describes = s.describes[1:]
 		}
 	}
 }
