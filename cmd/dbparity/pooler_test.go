@@ -75,19 +75,37 @@ max_client_conn = 100
 		args = []string{"-u", managed.OSUser, conf} // it refuses to run as root
 	}
 	cmd := exec.Command(bouncer, args...)
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
+	logFile, err := os.Create(filepath.Join(dir, "pgbouncer.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	exited := make(chan struct{})
+	var exit error
+	go func() { exit = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	// bouncerState says whether pgbouncer still runs, with its log: a run
+	// refused at its port says whose end went away.
+	bouncerState := func() string {
+		log, _ := os.ReadFile(logFile.Name())
+		select {
+		case <-exited:
+			return fmt.Sprintf("pgbouncer exited (%v); its log:\n%s", exit, log)
+		default:
+			return fmt.Sprintf("pgbouncer runs; its log:\n%s", log)
+		}
+	}
 	for i := 0; ; i++ {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
 			break
 		}
 		if i == 50 {
-			t.Fatalf("pgbouncer did not listen:\n%s", log.String())
+			t.Fatalf("pgbouncer did not listen: %s", bouncerState())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -97,7 +115,7 @@ max_client_conn = 100
 			"--label", label, "--out", label + ".json", "--force"}, extra...)...)
 		r, err := result.Read(filepath.Join(dir, label+".json"))
 		if err != nil {
-			t.Fatalf("%s: exit %d, no result: %v\n%s", label, code, err, stderr)
+			t.Fatalf("%s: exit %d, no result: %v\n%s\n%s", label, code, err, stderr, bouncerState())
 		}
 		return r, stderr
 	}

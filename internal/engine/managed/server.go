@@ -462,8 +462,15 @@ func procfs() bool {
 	return err == nil
 }
 
+// gone waits up to d for process pid to end and says whether it did.
+// The process is the one that ran when gone was called: PIDs wrap at
+// 32,768 on many hosts, and a busy one may give the PID of a server that
+// exited to another process while gone still waits, which must not be
+// taken for the server (and then killed).
 func gone(pid int, d time.Duration) bool {
-	for end := time.Now().Add(d); alive(pid); time.Sleep(20 * time.Millisecond) {
+	start := procStart(pid)
+	same := func() bool { return alive(pid) && (start == "" || procStart(pid) == start) }
+	for end := time.Now().Add(d); same(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
 			return false
 		}
