@@ -187,7 +187,7 @@ type session struct {
 	// ParameterDescription, in order; nil entries mark a Sync.
 	describes []*string
 	simple    *pend
-	slab     slab
+	slab      slab
 }
 
 type done struct {
