@@ -92,83 +92,146 @@ func sniffMySQL(head []byte) string {
 // given, as one stream.
 func parseMySQL(files []string, format string, opt Options) (*Capture, error) {
 	b := newBuilder(opt)
-	var events []myEvent
-	for _, path := range files {
-		lr, err := open(path)
-		if err != nil {
-			return nil, err
-		}
-		lines := newLineReader(lr)
-		if format == FormatMySQLGeneral {
-			events, err = readGeneral(lines, path, b, events, opt, lr)
-		} else {
-			events, err = readSlow(lines, path, b, events, opt, lr)
-		}
-		lr.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	spreadSeconds(events, b)
-	sessions := map[int]*sess{}
-	seq := map[int]int{}
-	get := func(e *myEvent, connecting bool) *sess {
-		s := sessions[e.thread]
-		if s != nil && connecting && (s.connected || len(s.stmts) > 0) {
-			b.finish(s)
-			s = nil
-		}
-		if s == nil {
-			seq[e.thread]++
-			s = &sess{key: fmt.Sprintf("t%d.%d", e.thread, seq[e.thread]), firstAt: e.where, first: e.at, last: e.at}
-			s.ID, s.PID = fmt.Sprintf("thread-%d", e.thread), e.thread
-			if seq[e.thread] > 1 {
-				s.ID += "." + strconv.Itoa(seq[e.thread])
-			}
-			sessions[e.thread] = s
-			b.open[s.key] = s
-		}
-		if e.at.After(s.last) {
-			s.last = e.at
-		}
-		if s.User == "" {
-			s.User = e.user
-		}
-		if s.Host == "" {
-			s.Host = e.host
-		}
-		return s
-	}
-	for i := range events {
-		e := &events[i]
-		switch e.kind {
-		case 'f':
-			b.skip(Ignored, reasonMyFailed, e.where)
-		case 'c':
-			s := get(e, true)
-			s.connected, s.authorized, s.start = true, true, e.at
-			s.Database = e.db
-		case 'x':
-			s := get(e, false)
-			s.disconnected, s.end = true, e.at
-			b.finish(s)
-			delete(sessions, e.thread)
-		case 'q':
-			s := get(e, false)
-			if s.Database == "" && len(s.stmts) == 0 {
-				s.Database = e.db
-			}
-			s.authorized = true
-			if app, ok := OwnMarker(e.text); ok && len(s.stmts) == 0 {
-				s.Application = app
-			}
-			s.stmts = append(s.stmts, &stmt{start: e.at, dur: e.dur, text: b.intern(e.text), seq: int64(i + 1), insertID: e.insertID})
-		}
+	if err := readMySQL(files, format, opt, b); err != nil {
+		return nil, err
 	}
 	c := b.capture(files)
 	c.Engine = EngineMySQL
 	c.ErrorsUnknown = true // neither log records errors
 	return c, nil
+}
+
+// readMySQL reads MySQL logs into b, a second of the log at a time.
+func readMySQL(files []string, format string, opt Options, b *builder) error {
+	m := &myBuild{b: b, sessions: map[int]*sess{}, seq: map[int]int{}}
+	k := &mySink{b: b, feed: m.feed}
+	for _, path := range files {
+		lr, err := open(path)
+		if err != nil {
+			return err
+		}
+		lines := newLineReader(lr)
+		if format == FormatMySQLGeneral {
+			err = readGeneral(lines, path, b, k, opt, lr)
+		} else {
+			err = readSlow(lines, path, b, k, opt, lr)
+		}
+		lr.Close()
+		if err != nil {
+			return err
+		}
+	}
+	k.drain(true)
+	return nil
+}
+
+// mySink holds the events read but not yet passed on: those of the last
+// whole second, whose times are spread over it once it is complete, and
+// the last one, whose statement may go on over the next lines.
+type mySink struct {
+	b      *builder
+	events []myEvent
+	feed   func(e *myEvent)
+	limit  int // events held before the next drain
+}
+
+// add takes an event and returns it, for its text to grow until the next
+// one is added.
+func (k *mySink) add(e myEvent) *myEvent {
+	if len(k.events) >= max(k.limit, 1024) {
+		k.drain(false)
+		// A second of many statements is held whole: drained again once
+		// it has doubled, not at every event.
+		k.limit = 2 * len(k.events)
+	}
+	k.events = append(k.events, e)
+	return &k.events[len(k.events)-1]
+}
+
+// drain spreads and passes on the events of complete seconds, all of
+// them at the end of the logs.
+func (k *mySink) drain(final bool) {
+	cut := len(k.events)
+	if !final && cut > 0 {
+		// The last second's run may go on.
+		last := &k.events[cut-1]
+		cut--
+		for cut > 0 && last.second && k.events[cut-1].second && k.events[cut-1].at.Equal(last.at) {
+			cut--
+		}
+	}
+	spreadSeconds(k.events[:cut], k.b)
+	for i := range k.events[:cut] {
+		k.feed(&k.events[i])
+	}
+	n := copy(k.events, k.events[cut:])
+	clear(k.events[n:])
+	k.events = k.events[:n]
+}
+
+// myBuild makes sessions of a MySQL log's events, in log order.
+type myBuild struct {
+	b        *builder
+	sessions map[int]*sess // the open session of each thread id
+	seq      map[int]int   // sessions each thread id had
+	n        int64         // events fed
+}
+
+func (m *myBuild) get(e *myEvent, connecting bool) *sess {
+	b := m.b
+	s := m.sessions[e.thread]
+	if s != nil && connecting && (s.connected || len(s.stmts) > 0) {
+		b.finish(s)
+		s = nil
+	}
+	if s == nil {
+		m.seq[e.thread]++
+		s = &sess{key: fmt.Sprintf("t%d.%d", e.thread, m.seq[e.thread]), firstAt: e.where, first: e.at, last: e.at}
+		s.ID, s.PID = fmt.Sprintf("thread-%d", e.thread), e.thread
+		if m.seq[e.thread] > 1 {
+			s.ID += "." + strconv.Itoa(m.seq[e.thread])
+		}
+		m.sessions[e.thread] = s
+		b.open[s.key] = s
+	}
+	if e.at.After(s.last) {
+		s.last = e.at
+	}
+	if s.User == "" {
+		s.User = e.user
+	}
+	if s.Host == "" {
+		s.Host = e.host
+	}
+	return s
+}
+
+func (m *myBuild) feed(e *myEvent) {
+	b := m.b
+	m.n++
+	switch e.kind {
+	case 'f':
+		b.skip(Ignored, reasonMyFailed, e.where)
+	case 'c':
+		s := m.get(e, true)
+		s.connected, s.authorized, s.start = true, true, e.at
+		s.Database = e.db
+	case 'x':
+		s := m.get(e, false)
+		s.disconnected, s.end = true, e.at
+		b.finish(s)
+		delete(m.sessions, e.thread)
+	case 'q':
+		s := m.get(e, false)
+		if s.Database == "" && len(s.stmts) == 0 {
+			s.Database = e.db
+		}
+		s.authorized = true
+		if app, ok := OwnMarker(e.text); ok && len(s.stmts) == 0 {
+			s.Application = app
+		}
+		b.push(s, &stmt{start: e.at, dur: e.dur, text: b.intern(e.text), seq: m.n, insertID: e.insertID})
+	}
 }
 
 // progressEvery reports progress about every so many lines.
@@ -181,14 +244,14 @@ func reportProgress(opt Options, path string, lr *logReader, n int) {
 }
 
 // readGeneral reads a general query log.
-func readGeneral(lines *lineReader, path string, b *builder, events []myEvent, opt Options, lr *logReader) ([]myEvent, error) {
+func readGeneral(lines *lineReader, path string, b *builder, k *mySink, opt Options, lr *logReader) error {
 	var cur time.Time // the last time printed
 	second := false
 	var last *myEvent // the entry whose argument continues on the next lines
 	for {
 		ln, n, err := lines.next()
 		if err == io.EOF {
-			return events, nil
+			return nil
 		}
 		where := path + ":" + strconv.Itoa(n)
 		if errors.Is(err, errLongLine) {
@@ -200,9 +263,9 @@ func readGeneral(lines *lineReader, path string, b *builder, events []myEvent, o
 			var damaged errDamaged
 			if errors.As(err, &damaged) {
 				b.skip(Dropped, "the rest of a damaged gzip file", where)
-				return events, nil
+				return nil
 			}
-			return nil, fmt.Errorf("read log %s: %w", path, err)
+			return fmt.Errorf("read log %s: %w", path, err)
 		}
 		reportProgress(opt, path, lr, n)
 		m := generalLine.FindStringSubmatch(ln)
@@ -262,9 +325,9 @@ func readGeneral(lines *lineReader, path string, b *builder, events []myEvent, o
 			b.skip(Ignored, reasonMyCommand, where)
 			continue
 		}
-		events = append(events, e)
+		added := k.add(e)
 		if e.kind == 'q' {
-			last = &events[len(events)-1]
+			last = added
 		}
 	}
 }
@@ -305,7 +368,7 @@ var (
 // lines, then "use DB;" when the database changed, "SET timestamp=N;"
 // (with insert_id=N before it where the server logs it), and the
 // statement, ended by ";".
-func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt Options, lr *logReader) ([]myEvent, error) {
+func readSlow(lines *lineReader, path string, b *builder, k *mySink, opt Options, lr *logReader) error {
 	var e slowEntry
 	var lastTime time.Time
 	lastPrecise := false
@@ -336,7 +399,7 @@ func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt 
 			cmd := strings.TrimSuffix(strings.TrimPrefix(text, "# administrator command: "), ";")
 			if cmd == "Quit" {
 				ev.kind = 'x'
-				events = append(events, ev)
+				k.add(ev)
 			} else {
 				b.skip(Ignored, reasonMyCommand, e.where)
 			}
@@ -349,17 +412,17 @@ func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt 
 		if prev, ok := db[e.thread]; ok && e.db != prev {
 			use := ev
 			use.kind, use.text, use.dur, use.withNext = 'q', "USE "+quoteIdent(e.db), 0, true
-			events = append(events, use)
+			k.add(use)
 		}
 		db[e.thread] = e.db
 		ev.kind, ev.text, ev.db, ev.insertID = 'q', text, e.db, e.insertID
-		events = append(events, ev)
+		k.add(ev)
 	}
 	for {
 		ln, n, err := lines.next()
 		if err == io.EOF {
 			flush()
-			return events, nil
+			return nil
 		}
 		where := path + ":" + strconv.Itoa(n)
 		if errors.Is(err, errLongLine) {
@@ -371,9 +434,9 @@ func readSlow(lines *lineReader, path string, b *builder, events []myEvent, opt 
 			if errors.As(err, &damaged) {
 				flush()
 				b.skip(Dropped, "the rest of a damaged gzip file", where)
-				return events, nil
+				return nil
 			}
-			return nil, fmt.Errorf("read log %s: %w", path, err)
+			return fmt.Errorf("read log %s: %w", path, err)
 		}
 		reportProgress(opt, path, lr, n)
 		header := strings.HasPrefix(ln, "# ") && !strings.HasPrefix(ln, "# administrator command: ")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,7 +287,8 @@ func TestConvertSameAsParse(t *testing.T) {
 // number their texts differently compare.
 func resolved(c *Capture) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %q %s %s %d\n", c.Format, c.Engine, c.Sources, c.Start.Format(time.RFC3339Nano), c.End.Format(time.RFC3339Nano), len(c.Texts))
+	fmt.Fprintf(&b, "%s %s %q %s %s %d %v\n", c.Format, c.Engine, c.Sources, c.Start.Format(time.RFC3339Nano), c.End.Format(time.RFC3339Nano), len(c.Texts),
+		c.ErrorsUnknown)
 	seen := make([]bool, len(c.Texts))
 	for _, s := range c.Sessions {
 		fmt.Fprintf(&b, "session %q %d %q %q %q %q %d %d %v %v %d\n", s.ID, s.PID, s.User, s.Database, s.Application, s.Host,
@@ -295,6 +297,9 @@ func resolved(c *Capture) string {
 			fmt.Fprintf(&b, " %d %d %q %q %v %v %q %d", st.Offset, st.Duration, c.Texts[st.Text], st.Prepared, st.Extended, st.ParamsTruncated, paramStrings(st.Params), st.Seq)
 			if st.Error != nil {
 				fmt.Fprintf(&b, " error %q %q", st.Error.SQLState, st.Error.Message)
+			}
+			if st.InsertID != 0 {
+				fmt.Fprintf(&b, " ai %d", st.InsertID)
 			}
 			b.WriteString("\n")
 			seen[st.Text] = true
@@ -395,4 +400,169 @@ func TestConvertStop(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Dir(out)); len(left) != 0 {
 		t.Errorf("left beside the capture: %v", left)
 	}
+}
+
+// MySQL's and MariaDB's logs convert a second at a time into what Parse
+// reads whole: general and slow logs of many threads that connect and
+// quit, statements over several lines, seconds of more statements than
+// are held before a drain (their times spread over them), database
+// changes and insert ids; with memory far smaller than the logs too.
+func TestConvertSameAsParseMySQL(t *testing.T) {
+	dir := t.TempDir()
+	general, slow := mysqlLogs(t, dir)
+	for _, small := range []bool{false, true} {
+		if small {
+			cache, blocks, held := textCacheBytes, blockBytes, heldBytes
+			textCacheBytes, blockBytes, heldBytes = 2<<10, 64, 512
+			defer func() { textCacheBytes, blockBytes, heldBytes = cache, blocks, held }()
+		}
+		for _, files := range [][]string{general, slow} {
+			c, err := Parse(files, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Statements() < 5000 || c.Engine != EngineMySQL {
+				t.Fatalf("%s: %d statements, engine %q", files[0], c.Statements(), c.Engine)
+			}
+			// The second of 2,500 events: each at a time of its own,
+			// spread over the whole second, not a batch at a time.
+			var at []time.Duration
+			busy := time.Duration(3000/7) * time.Second
+			for _, s := range c.Sessions {
+				for _, st := range s.Statements {
+					// (a USE the slow log implies has its statement's time)
+					if st.Offset >= busy && st.Offset < busy+time.Second && !strings.HasPrefix(c.Texts[st.Text], "USE ") {
+						at = append(at, st.Offset)
+					}
+				}
+			}
+			slices.Sort(at)
+			for i := 1; i < len(at); i++ {
+				if at[i] == at[i-1] {
+					t.Fatalf("%s: two statements of the busy second at %s", files[0], at[i])
+				}
+			}
+			if len(at) < 2000 || at[len(at)-1]-at[0] < 900*time.Millisecond {
+				t.Fatalf("%s: the busy second's %d statements span %s", files[0], len(at), at[len(at)-1]-at[0])
+			}
+			written := filepath.Join(dir, "written.capture")
+			if err := Write(written, c); err != nil {
+				t.Fatal(err)
+			}
+			converted := filepath.Join(dir, "converted.capture")
+			res, err := Convert(files, Options{}, converted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// With a small text cache, texts met again are stored again:
+			// the distinct texts differ, nothing else.
+			if res.Statements != c.Statements() || !small && res.Summary != c.Summary() {
+				t.Errorf("%s: Convert's summary (%d statements):\n%s\nParse's (%d):\n%s", files[0], res.Statements, res.Summary, c.Statements(), c.Summary())
+			}
+			want, err := Read(written)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Read(converted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, z := resolved(want), resolved(got)
+			if small {
+				a, z = sessionLines(a), sessionLines(z)
+			}
+			if a != z {
+				k := 0
+				for k < len(a) && k < len(z) && a[k] == z[k] {
+					k++
+				}
+				t.Errorf("%s (small memory %v): Convert's capture differs from Write's at byte %d:\n%.300q\n%.300q", files[0], small, k, z[k:], a[k:])
+			}
+		}
+	}
+}
+
+// mysqlLogs writes a MariaDB general log in two files and a slow log of
+// the same made-up workload.
+func mysqlLogs(t *testing.T, dir string) (general, slow []string) {
+	t.Helper()
+	var g, sl strings.Builder
+	g.WriteString("mariadbd, Version: 10.11.19-MariaDB-log. started with:\nTcp port: 0  Unix socket: /run/mysqld/mysqld.sock\nTime\t\t    Id Command\tArgument\n")
+	base := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	lastSec := -1
+	ai := int64(1)
+	var files []string
+	for i := range 9000 {
+		// Most seconds hold a few statements, some over 2,000.
+		sec := i / 7
+		if i >= 3000 && i < 5500 {
+			sec = 3000 / 7
+		} else if i >= 5500 {
+			sec = 3000/7 + 1 + (i-5500)/11
+		}
+		stamp := "\t\t"
+		if sec != lastSec {
+			stamp = base.Add(time.Duration(sec)*time.Second).Local().Format("060102 15:04:05") + "\t"
+			stamp = strings.Replace(stamp, " 0", "  ", 1)
+			lastSec = sec
+		}
+		thread := 10 + i%13
+		text := fmt.Sprintf("SELECT c FROM t%d WHERE id = %d", i%5, i)
+		switch {
+		case i%97 == 0:
+			fmt.Fprintf(&g, "%s%6d Connect\tapp@localhost on shop using Socket\n", stamp, thread)
+			continue
+		case i%101 == 0:
+			fmt.Fprintf(&g, "%s%6d Quit\t\n", stamp, thread)
+			continue
+		case i%11 == 0:
+			text = fmt.Sprintf("UPDATE t%d\nSET v = v + 1\nWHERE id = %d", i%5, i)
+		case i%17 == 0:
+			text = fmt.Sprintf("INSERT INTO orders (v) VALUES (%d)", i)
+		}
+		fmt.Fprintf(&g, "%s%6d Query\t%s\n", stamp, thread, text)
+		if i == 4000 {
+			p := filepath.Join(dir, "general-1.log")
+			if err := os.WriteFile(p, []byte(g.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, p)
+			g.Reset()
+			lastSec = -1
+		}
+		schema := "shop"
+		if i%29 == 0 {
+			schema = "other"
+		}
+		fmt.Fprintf(&sl, "# User@Host: app[app] @ localhost []\n# Thread_id: %d  Schema: %s  QC_hit: No\n# Query_time: 0.000%03d  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: 1\n",
+			thread, schema, 100+i%900)
+		if strings.HasPrefix(text, "INSERT") {
+			fmt.Fprintf(&sl, "SET insert_id=%d,timestamp=%d;\n", ai, base.Unix()+int64(sec))
+			ai++
+		} else {
+			fmt.Fprintf(&sl, "SET timestamp=%d;\n", base.Unix()+int64(sec))
+		}
+		fmt.Fprintf(&sl, "%s;\n", text)
+	}
+	p := filepath.Join(dir, "general-2.log")
+	if err := os.WriteFile(p, []byte(g.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	general = append(files, p)
+	ps := filepath.Join(dir, "slow.log")
+	if err := os.WriteFile(ps, []byte(sl.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return general, []string{ps}
+}
+
+// sessionLines keeps resolved's lines of sessions and statements.
+func sessionLines(resolved string) string {
+	var b strings.Builder
+	for l := range strings.Lines(resolved) {
+		if strings.HasPrefix(l, "session ") || strings.HasPrefix(l, " ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }

@@ -33,27 +33,11 @@ import (
 // statements.
 //
 // A capture that holds no statement is not written (Converted.Statements
-// is 0). MySQL's and MariaDB's logs are parsed whole and written with
-// Write.
+// is 0). MySQL's and MariaDB's logs are read the same way, a second of
+// the log at a time (the statements a whole second's stamp holds are
+// spread over it).
 func Convert(files []string, opt Options, path string) (*Converted, error) {
 	files, opt, mysql, err := checkFiles(files, opt)
-	if err != nil {
-		return nil, err
-	}
-	if mysql != "" {
-		c, err := parseMySQL(files, mysql, opt)
-		if err != nil {
-			return nil, err
-		}
-		out := &Converted{Summary: c.Summary(), Statements: c.Statements()}
-		if out.Statements > 0 {
-			if err := Write(path, c); err != nil {
-				return nil, &WriteError{err}
-			}
-		}
-		return out, nil
-	}
-	p, logs, err := plan(files, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -62,16 +46,32 @@ func Convert(files []string, opt Options, path string) (*Converted, error) {
 		return nil, &WriteError{err}
 	}
 	defer st.close()
-	p.b.stream = st
-	if err := p.readAll(logs); err != nil {
-		return nil, err
+	var b *builder
+	sources := files
+	if mysql != "" {
+		b = newBuilder(opt)
+		b.stream = st
+		if err := readMySQL(files, mysql, opt, b); err != nil {
+			return nil, err
+		}
+		st.engine, st.errorsUnknown = EngineMySQL, true
+	} else {
+		p, logs, err := plan(files, opt)
+		if err != nil {
+			return nil, err
+		}
+		b, sources = p.b, sourcesOf(logs)
+		b.stream = st
+		if err := p.readAll(logs); err != nil {
+			return nil, err
+		}
 	}
-	p.b.finishOpen()
+	b.finishOpen()
 	if st.err != nil {
 		return nil, &WriteError{fmt.Errorf("write capture %s: spill file: %w", path, st.err)}
 	}
 	st.stop = opt.Stop
-	out, err := st.write(p.b, sourcesOf(logs), path)
+	out, err := st.write(b, sources, path)
 	if err != nil {
 		return nil, &WriteError{err}
 	}
@@ -131,6 +131,10 @@ type streamOut struct {
 	err      error        // the first write error
 	rd       []byte       // a block read back
 	stop     <-chan struct{}
+	// engine and errorsUnknown are the capture's Engine and
+	// ErrorsUnknown (a MySQL log's).
+	engine        string
+	errorsUnknown bool
 }
 
 // sessOut is what a stream keeps of an open session.
@@ -294,14 +298,16 @@ func (st *streamOut) end(b *builder, s *sess) {
 
 // A statement in the spill: its start as Unix seconds (from the one
 // before it in the session) and nanoseconds, duration, text index, flags,
-// then what the flags say it has, and its place in the log. PostgreSQL's
-// logs give no rows, types, COPY data or insert ids.
+// then what the flags say it has, and its place in the log, then the
+// insert id where a MySQL slow log gave one. Logs give no rows, types or
+// COPY data.
 const (
 	spillExtended = 1 << iota
 	spillTruncated
 	spillPrepared
 	spillParams
 	spillError
+	spillInsertID
 )
 
 func appendStmt(b []byte, x *stmt, prevSec *int64) []byte {
@@ -327,6 +333,9 @@ func appendStmt(b []byte, x *stmt, prevSec *int64) []byte {
 	if x.err != nil {
 		flags |= spillError
 	}
+	if x.insertID != 0 {
+		flags |= spillInsertID
+	}
 	b = append(b, flags)
 	if x.prepared != "" {
 		b = appendSpillString(b, x.prepared)
@@ -346,7 +355,11 @@ func appendStmt(b []byte, x *stmt, prevSec *int64) []byte {
 		b = appendSpillString(b, x.err.SQLState)
 		b = appendSpillString(b, x.err.Message)
 	}
-	return binary.AppendVarint(b, x.seq)
+	b = binary.AppendVarint(b, x.seq)
+	if x.insertID != 0 {
+		b = binary.AppendVarint(b, x.insertID)
+	}
+	return b
 }
 
 func appendSpillString(b []byte, s string) []byte {
@@ -365,6 +378,7 @@ type spilled struct {
 	state     []byte
 	message   []byte
 	seq       int64
+	insertID  int64
 	hasParams bool
 }
 
@@ -437,6 +451,11 @@ func (r *sessionReader) next() bool {
 	seq, k := binary.Varint(r.buf)
 	r.buf = r.buf[k:]
 	x.seq = seq
+	x.insertID = 0
+	if x.flags&spillInsertID != 0 {
+		x.insertID, k = binary.Varint(r.buf)
+		r.buf = r.buf[k:]
+	}
 	return true
 }
 
@@ -467,7 +486,7 @@ func (st *streamOut) write(b *builder, sources []string, path string) (*Converte
 		}
 		return a.ID < z.ID
 	})
-	c := &Capture{Format: Format, Sources: sources, Skipped: b.skipped()}
+	c := &Capture{Format: Format, Engine: st.engine, Sources: sources, Skipped: b.skipped(), ErrorsUnknown: st.errorsUnknown}
 	for i, e := range st.sessions {
 		if i == 0 || e.start.Before(c.Start) {
 			c.Start = e.start
@@ -563,6 +582,10 @@ func (st *streamOut) document(w *asyncWriter, c *Capture, used *ranks, t *tally)
 	b := w.buf
 	b = append(b, `{"format":`...)
 	b = appendJSONString(b, Format)
+	if c.Engine != "" {
+		b = append(b, `,"engine":`...)
+		b = appendJSONString(b, c.Engine)
+	}
 	b = append(b, `,"sources":`...)
 	b = append(b, head...)
 	b = append(b, `,"start":`...)
@@ -624,7 +647,7 @@ func (st *streamOut) document(w *asyncWriter, c *Capture, used *ranks, t *tally)
 			}
 			text := used.rank(x.text)
 			s = Statement{Offset: start.Sub(c.Start), Duration: x.dur, Text: int(text), Extended: x.flags&spillExtended != 0,
-				ParamsTruncated: x.flags&spillTruncated != 0, Seq: x.seq}
+				ParamsTruncated: x.flags&spillTruncated != 0, Seq: x.seq, InsertID: x.insertID}
 			if len(x.prepared) > 0 {
 				s.Prepared = "-" // for the count: appendSpilled writes x's
 			}
@@ -672,6 +695,9 @@ func (st *streamOut) document(w *asyncWriter, c *Capture, used *ranks, t *tally)
 		}
 		b = append(b, `,"skipped":`...)
 		b = append(b, list...)
+	}
+	if c.ErrorsUnknown {
+		b = append(b, `,"errors_unknown":true`...)
 	}
 	b = append(b, "}\n"...)
 	w.buf = b
@@ -794,6 +820,10 @@ func appendSpilled(b []byte, s *Statement, x *spilled) []byte {
 	if s.Seq != 0 {
 		b = append(b, `,"q":`...)
 		b = strconv.AppendInt(b, s.Seq, 10)
+	}
+	if s.InsertID != 0 {
+		b = append(b, `,"ai":`...)
+		b = strconv.AppendInt(b, s.InsertID, 10)
 	}
 	return append(b, '}')
 }
