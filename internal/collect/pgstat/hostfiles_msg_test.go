@@ -14,6 +14,7 @@ import (
 // default database (postgres) leave the role as it was in the target's;
 // made where the warning says, they let it read the host.
 func TestHostAccessWarningNamesTheDatabase(t *testing.T) {
+	t.Parallel()
 	inst := cluster(t)
 	ctx := context.Background()
 	super := connect(t, inst)

@@ -60,6 +60,7 @@ func exec(t *testing.T, c engine.Conn, sql string) {
 // Known work shows up in the load profile: 200 committed transactions
 // inserting 20,000 rows, and a cold read of the table as physical reads.
 func TestLoadProfileSeesKnownWork(t *testing.T) {
+	t.Parallel()
 	inst := cluster(t, "shared_buffers=16MB", "work_mem=8MB")
 	ctx := context.Background()
 	setup := connect(t, inst)
@@ -170,6 +171,7 @@ func coldRead(t *testing.T, inst *managed.Instance) float64 {
 // The sampler sees a lock wait the test creates, and counts only while
 // counting is on.
 func TestSamplerSeesLockWait(t *testing.T) {
+	t.Parallel()
 	inst := cluster(t)
 	ctx := context.Background()
 	holder := connect(t, inst)
@@ -226,6 +228,7 @@ func TestSamplerSeesLockWait(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	inst := cluster(t, "work_mem=12MB", "shared_buffers=32MB")
 	ctx := context.Background()
 	c := connect(t, inst)
@@ -253,6 +256,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestSecretSettingsAreRedacted(t *testing.T) {
+	t.Parallel()
 	for name, secret := range map[string]bool{"primary_conninfo": true, "ssl_passphrase_command": true,
 		"archive_command": true, "ssl_key_file": true, "work_mem": false, "shared_buffers": false} {
 		if secretSetting.MatchString(name) != secret {
@@ -264,6 +268,7 @@ func TestSecretSettingsAreRedacted(t *testing.T) {
 // With pg_stat_statements installed, executes and block changes come from
 // it; without, they are not available (never zero).
 func TestPgStatStatements(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/share/postgresql/15/extension/pg_stat_statements.control"); err != nil {
 		if matches, _ := filepath.Glob("/usr/share/postgresql/*/extension/pg_stat_statements.control"); len(matches) == 0 {
 			t.Skip("pg_stat_statements is not installed (PostgreSQL contrib)")
