@@ -248,10 +248,17 @@ func endStateWords(rp *result.Replay) string {
 		return "end state not verified (" + rp.EndStateSkipped + ")" + likelyDiffers(rp)
 	case es == nil:
 		return "end state not checked" + likelyDiffers(rp)
-	case rp.EndStateDiffers():
-		return fmt.Sprintf("END STATE DIFFERS: %d of %d tables match", es.Match+es.ClockOnly+es.Explained, es.Of)
 	}
-	return fmt.Sprintf("end state %d of %d tables match", es.Match+es.ClockOnly+es.Explained, es.Of)
+	// Tables that differ for a cause the report names are not said to
+	// match: they are counted apart.
+	words := fmt.Sprintf("%d of %d tables match", es.Match+es.ClockOnly, es.Of)
+	if es.Explained > 0 {
+		words += fmt.Sprintf(", %d %s for a named cause", es.Explained, plural(int64(es.Explained), "differs", "differ"))
+	}
+	if rp.EndStateDiffers() {
+		return "END STATE DIFFERS: " + words
+	}
+	return "end state " + words
 }
 
 // likelyDiffers is what a replay's outcomes say of an end state not

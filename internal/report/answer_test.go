@@ -312,3 +312,24 @@ func TestTwoRoundsNoFinding(t *testing.T) {
 		t.Errorf("the verdict table prints an interval from 2 rounds:\n%s", text.String())
 	}
 }
+
+// A table that differs for a cause the report names is not counted as
+// matching in the answer: the detail says "0 of 1 tables match; 1 differ
+// for a named cause", and the answer must not say "1 of 1 match".
+func TestEndStateWordsCountNamedCausesApart(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		es   result.EndState
+		want string
+	}{
+		{result.EndState{Match: 0, Explained: 1, Of: 1}, "end state 0 of 1 tables match, 1 differs for a named cause"},
+		{result.EndState{Match: 2, ClockOnly: 1, Explained: 2, Of: 5}, "end state 3 of 5 tables match, 2 differ for a named cause"},
+		{result.EndState{Match: 1, Explained: 1, Of: 3}, "END STATE DIFFERS: 1 of 3 tables match, 1 differs for a named cause"},
+		{result.EndState{Match: 4, Of: 4}, "end state 4 of 4 tables match"},
+	} {
+		es := c.es
+		if got := endStateWords(&result.Replay{EndState: &es}); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.es, got, c.want)
+		}
+	}
+}
