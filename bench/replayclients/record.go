@@ -42,6 +42,12 @@ type replayRow struct {
 	sync           string // the replay's --sync, as its result says
 	releases       int
 	end            string
+	// cpuPerStmt is dbparity's own CPU (user+sys, from its getrusage)
+	// over the replay's window, synchronisation and monitor included, per
+	// statement sent, in µs; procPerStmt the same over the whole process
+	// (loading the capture and verifying the end state too), from the
+	// rusage of the process that ended. 0: unknown.
+	cpuPerStmt, procPerStmt float64
 }
 
 // recording is a client's capture and the end state it left.
@@ -277,6 +283,12 @@ func (b *bench) replay(rec *recording, speed, url string, extra ...string) *repl
 		return rr
 	}
 	rr.seconds, rr.releases = rp.ReplaySeconds, len(rp.Releases)
+	if rp.Replayed > 0 {
+		rr.cpuPerStmt = (res.Driver.CPUUserS + res.Driver.CPUSysS) * 1e6 / float64(rp.Replayed)
+		if ps := cmd.ProcessState; ps != nil {
+			rr.procPerStmt = float64((ps.UserTime() + ps.SystemTime()).Microseconds()) / float64(rp.Replayed)
+		}
+	}
 	if rp.SyncWait != nil {
 		rr.syncWaits, rr.syncWaitMeanMs = rp.SyncWait.Count, rp.SyncWait.MeanMs
 	}
@@ -286,9 +298,9 @@ func (b *bench) replay(rec *recording, speed, url string, extra ...string) *repl
 	if rp.EndState == nil && x.Replay.EndStateSkipped != "" {
 		rr.end = "not verified: " + x.Replay.EndStateSkipped
 	}
-	logf("replay --speed %s: %.1f s (captured %.1f s), %d of %d statements replayed, %d errors, %d divergent, transactions %d of %d, sync released %d; %s",
+	logf("replay --speed %s: %.1f s (captured %.1f s), %d of %d statements replayed, %d errors, %d divergent, transactions %d of %d, sync released %d; dbparity CPU %.1f µs/statement in the replay (target %d), %.1f with loading and verifying; %s",
 		speed, rp.ReplaySeconds, rp.CaptureSeconds, rp.Replayed, rp.Statements, rp.Errors, rp.Divergent(),
-		rp.ReplayedTransactions, rp.CapturedTransactions, len(rp.Releases), summary(rp.EndState))
+		rp.ReplayedTransactions, rp.CapturedTransactions, len(rp.Releases), rr.cpuPerStmt, cpuTargetUS, rr.procPerStmt, summary(rp.EndState))
 	return rr
 }
 

@@ -21,18 +21,19 @@ func printTable(w io.Writer, rows []*row, o options, build string) {
 	fmt.Fprintf(w, "\n## dbparity replay of real clients\n\n")
 	fmt.Fprintf(w, "%s; %s\n", time.Now().Format("2006-01-02 15:04 MST"), build)
 	fmt.Fprintf(w, "capture %s per client (pgbench-200: 10s); replay limit %s; --sync %s\n\n", o.duration, o.limit, sync)
-	fmt.Fprintln(w, "| client | statements | captured s | speed 1: s | ratio | sync waits (every statement's, zero included) | releases | end state (speed 1) | max: s | releases | end state (max) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|")
+	fmt.Fprintf(w, "dbparity CPU: the replaying process's own (user+sys, getrusage) over the replay, synchronisation and monitor included, per statement sent; target at most %d µs\n\n", cpuTargetUS)
+	fmt.Fprintln(w, "| client | statements | captured s | speed 1: s | ratio | sync waits (every statement's, zero included) | releases | dbparity CPU µs/statement | end state (speed 1) | max: s | releases | dbparity CPU µs/statement | end state (max) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|")
 	var notes []string
 	for _, r := range rows {
 		cells := []string{r.client}
 		switch {
 		case r.skipped != "":
 			cells = append(cells, "skipped: "+r.skipped)
-			cells = append(cells, make([]string, 9)...)
+			cells = append(cells, make([]string, 11)...)
 		case r.failed != "":
 			cells = append(cells, "recording failed: "+r.failed)
-			cells = append(cells, make([]string, 9)...)
+			cells = append(cells, make([]string, 11)...)
 		default:
 			cells = append(cells, count(r.statements), fmt.Sprintf("%.1f", r.captureS))
 			one, most := find(r.replays, "1"), find(r.replays, "max")
@@ -64,11 +65,16 @@ func find(rs []*replayRow, speed string) *replayRow {
 	return nil
 }
 
-// replayCells: seconds, [ratio, sync waits,] releases, end state.
+// cpuTargetUS is issue 51's bound on dbparity's own CPU per replayed
+// statement, synchronisation and monitor included.
+const cpuTargetUS = 10
+
+// replayCells: seconds, [ratio, sync waits,] releases, CPU per statement,
+// end state.
 func replayCells(r *replayRow, captureS float64, paced bool) []string {
-	n := 3
+	n := 4
 	if paced {
-		n = 5
+		n = 6
 	}
 	out := make([]string, n)
 	switch {
@@ -92,9 +98,20 @@ func replayCells(r *replayRow, captureS float64, paced bool) []string {
 			}
 			k = 3
 		}
-		out[k], out[k+1] = strconv.Itoa(r.releases), r.end
+		out[k], out[k+1], out[k+2] = strconv.Itoa(r.releases), cpuCell(r.cpuPerStmt), r.end
 	}
 	return out
+}
+
+// cpuCell is a CPU per statement against the target.
+func cpuCell(us float64) string {
+	switch {
+	case us <= 0:
+		return "?"
+	case us <= cpuTargetUS:
+		return fmt.Sprintf("%.1f", us)
+	}
+	return fmt.Sprintf("%.1f (over %d)", us, cpuTargetUS)
 }
 
 func count(n int64) string {

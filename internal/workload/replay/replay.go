@@ -323,7 +323,9 @@ func (p *play) session(ctx context.Context, i int) {
 			p.skip(i, next, why)
 		}
 	}()
-	if !sleepUntil(ctx, p.at(s.Start)) {
+	var clock pacer
+	defer clock.stop()
+	if !clock.sleepUntil(ctx, p.at(s.Start)) {
 		return
 	}
 	user, db := mapped(p.o.MapUser, s.User), mapped(p.o.MapDB, s.Database)
@@ -379,7 +381,7 @@ func (p *play) session(ctx context.Context, i int) {
 			continue
 		}
 		due := p.at(st.Offset)
-		if !sleepUntil(ctx, due) {
+		if !clock.sleepUntil(ctx, due) {
 			return
 		}
 		var waited time.Duration
@@ -458,7 +460,7 @@ func (p *play) session(ctx context.Context, i int) {
 		}
 	}
 	// Hold the connection until the captured disconnection.
-	sleepUntil(ctx, p.at(s.End))
+	clock.sleepUntil(ctx, p.at(s.End))
 }
 
 // rolledBackByServer is whether a captured statement's error rolled its
@@ -617,18 +619,37 @@ func (p *play) skip(s, i int, reason string) {
 	p.completed(s, i)
 }
 
-func sleepUntil(ctx context.Context, t time.Time) bool {
+// pacer sleeps a session until its statements' times, with one timer
+// for all its sleeps.
+type pacer struct{ t *time.Timer }
+
+// minSleep is the shortest sleep taken: a statement due sooner is sent
+// at once (a timer's wake-up comes later than that anyway).
+const minSleep = 50 * time.Microsecond
+
+// sleepUntil waits until t: false when ctx ends first.
+func (c *pacer) sleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
-	if d <= 0 {
+	if d < minSleep {
 		return ctx.Err() == nil
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	if c.t == nil {
+		c.t = time.NewTimer(d)
+	} else {
+		c.t.Reset(d) // stopped or fired: since Go 1.23 no stale value waits
+	}
 	select {
-	case <-timer.C:
+	case <-c.t.C:
 		return true
 	case <-ctx.Done():
+		c.t.Stop()
 		return false
+	}
+}
+
+func (c *pacer) stop() {
+	if c.t != nil {
+		c.t.Stop()
 	}
 }
 
