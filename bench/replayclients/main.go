@@ -22,6 +22,8 @@
 //	                  log, the slow log and the wire (--listen-on lo, needs CAP_NET_RAW) of one run
 //	autoinc-mariadb   8 sessions of a Go client inserting at once into AUTO_INCREMENT tables of a schema it
 //	                  creates itself, on MariaDB over TCP, captured as sysbench-mariadb is (issue 49)
+//	mysqlslap-mariadb mysqlslap --concurrency=8, its generated mix of AUTO_INCREMENT INSERTs and key lookups
+//	                  in a schema it creates, on MariaDB over TCP, captured as sysbench-mariadb is
 //	pgbench-200       pgbench -c 200 -j 2 -M extended for 10 s whatever -duration says
 //	order-entry       dbparity run itself as the client, 4 users on 2 warehouses
 //	pgjdbc            JdbcApp.java: pgJDBC with prepared statements, 4 threads
@@ -86,6 +88,7 @@ var clients = []struct {
 	{"sysbench-pg", (*bench).sysbenchPG},
 	{"sysbench-mariadb", (*bench).sysbenchMariaDB},
 	{"autoinc-mariadb", (*bench).autoincMariaDB},
+	{"mysqlslap-mariadb", (*bench).mysqlslapMariaDB},
 	{"pgbench-200", func(b *bench, n string) *row { return b.pgbench(n, "extended", 200, 10*time.Second) }},
 	{"order-entry", (*bench).orderEntry},
 	{"pgjdbc", (*bench).pgjdbc},
