@@ -96,11 +96,7 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 		t.Errorf("result counts %d committed New-Orders; the orders table grew by %d", allPhases(r, "new_order"), grew)
 	}
 	s := r.Summarize()
-	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
-		if tx := s.Transactions[name]; tx.Count == 0 {
-			t.Errorf("%s: none committed", name)
-		}
-	}
+	mixSeen(t, s)
 	if r.Target.Dialect != "mysql" || len(r.Errors) != 0 {
 		t.Errorf("dialect %q, errors %v %v", r.Target.Dialect, r.Errors, r.ErrorSamples)
 	}
@@ -132,11 +128,7 @@ func TestOrderEntryManagedMariaDB(t *testing.T) {
 	if grew := countRows(t, c.Target, "SELECT count(*) FROM orders") - ordersBefore; allPhases(r, "new_order") != grew || grew == 0 {
 		t.Errorf("procedure mode counts %d committed New-Orders; the orders table grew by %d", allPhases(r, "new_order"), grew)
 	}
-	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
-		if tx := ps.Transactions[name]; tx.Count == 0 {
-			t.Errorf("procedure mode: no %s committed", name)
-		}
-	}
+	mixSeen(t, ps)
 	if len(r.Errors) != 0 || ps.RoundTripsPerTx < 0.99 || ps.RoundTripsPerTx > 1.1 {
 		t.Errorf("procedure mode: %.2f round trips per transaction (want 1), errors %v %v", ps.RoundTripsPerTx, r.Errors, r.ErrorSamples)
 	}
@@ -260,9 +252,23 @@ func checkMySQLCollectors(t *testing.T, r *result.Run, commits, rollbacks int64)
 	}
 	s := r.Summarize()
 	// The window's edges are read a moment after the driver's: a few
-	// transactions either side.
-	if tx := lp.Line("Transactions"); tx == nil || tx.Total == nil || abs(*tx.Total-float64(s.Commits+s.Rollbacks)) > 3*3+0.05*float64(s.Commits) {
-		t.Errorf("load profile transactions %+v, the window's commits and rollbacks %d", tx, s.Commits+s.Rollbacks)
+	// transactions either side. On a saturated host the counters may be
+	// read late enough that the profile covers less of the window: it
+	// says so, and its total is not the window's.
+	window := r.MeasureEnd.Sub(r.MeasureStart).Seconds()
+	short := lp.Seconds < 0.95*window
+	if short && !strings.Contains(lp.Note, "covers") {
+		t.Errorf("the load profile covers %.2f s of the %.2f s window and does not say so (note %q)", lp.Seconds, window, lp.Note)
+	}
+	if tx := lp.Line("Transactions"); short {
+		t.Logf("the load profile covers %.2f s of the %.2f s window (%s): its transactions not compared", lp.Seconds, window, lp.Note)
+	} else if tx == nil || tx.Total == nil || abs(*tx.Total-float64(s.Commits+s.Rollbacks)) > 3*3+0.05*float64(s.Commits) {
+		if tx != nil && tx.Total != nil && tx.PerSecond != nil {
+			t.Errorf("load profile transactions %.0f (%.1f/s over %.2f s, note %q), the window's commits and rollbacks %d over %.2f s",
+				*tx.Total, *tx.PerSecond, lp.Seconds, lp.Note+tx.Note, s.Commits+s.Rollbacks, window)
+		} else {
+			t.Errorf("load profile transactions %+v, the window's commits and rollbacks %d", tx, s.Commits+s.Rollbacks)
+		}
 	}
 	for _, name := range []string{"DB time", "DB time (sampled)", "DB CPU", "Redo size", "Logical reads", "Rows changed", "Executes"} {
 		if l := lp.Line(name); l == nil || l.Total == nil || *l.Total <= 0 {
@@ -819,6 +825,19 @@ func TestWireProxyTLSMariaDB(t *testing.T) {
 	for _, sk := range c.Skipped {
 		if sk.Effect == capture.Dropped {
 			t.Errorf("dropped from a TLS session: %+v", sk)
+		}
+	}
+}
+
+// mixSeen checks that every kind of the order-entry mix committed, where
+// the run made enough transactions for none of a kind to be a failure: a
+// kind of 4% is missing from 200 transactions once in 3,000 runs (on a
+// saturated host a 3 s run made 58).
+func mixSeen(t *testing.T, s result.Summary) {
+	t.Helper()
+	for _, name := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
+		if tx := s.Transactions[name]; tx.Count == 0 && s.Commits >= 200 {
+			t.Errorf("%s: none committed of %d transactions", name, s.Commits)
 		}
 	}
 }
