@@ -9,8 +9,13 @@
 // capture's drops (the kernel's and its decoder queue's), and each
 // against issue 51's targets.
 //
-//	go run ./bench/capturecost [-dbparity PATH] [-users 8,64] [-rounds 2] [-duration 20s] [-warehouses 4]
+//	go run ./bench/capturecost [-dbparity PATH] [-before PATH] [-users 8,64] [-rounds 2] [-duration 20s] [-warehouses 4]
 //		[-variants none,log,proxy,sniff] [-cpuprofile FILE]
+//
+// With -before (an older dbparity binary) each wire capture runs with it
+// too, as its own variant (proxy-before, sniff-before) in the same
+// interleaved rounds: a change is measured beside what it changes, on the
+// same load. The workload itself is always driven by -dbparity's binary.
 //
 // The server is a managed PostgreSQL reached over TCP on loopback, so that
 // the proxy adds one local hop and nothing else differs. Ratios are the
@@ -47,7 +52,8 @@ type options struct {
 	duration   time.Duration
 	warmup     time.Duration
 	warehouses int
-	profile    string   // the packet capturer's CPU profile (its last run)
+	before     string   // an older dbparity binary whose wire captures run too (-before)
+	profile    string   // the wire capturers' CPU profiles (their last runs)
 	variants   []string // which captures run, none always among them
 }
 
@@ -60,7 +66,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "measured window of each run")
 	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "warm-up of each run")
 	flag.IntVar(&o.warehouses, "warehouses", 4, "order-entry warehouses")
-	flag.StringVar(&o.profile, "cpuprofile", "", "write the packet capturer's CPU profile (of its last run) to this file, for go tool pprof")
+	flag.StringVar(&o.before, "before", "", "an older dbparity binary: each wire capture also runs with it (proxy-before, sniff-before), in the same interleaved rounds")
+	flag.StringVar(&o.profile, "cpuprofile", "", "write the packet capturer's CPU profile (of its last run) to this file, and the proxy's to this file with .proxy added (-before's: .before added), for go tool pprof")
 	variants := "none,log,proxy,sniff"
 	flag.StringVar(&variants, "variants", variants, "comma-separated captures to run: none (always run), log, proxy, sniff (fewer make more rounds affordable)")
 	flag.Parse()
@@ -70,6 +77,9 @@ func main() {
 		case "none":
 		case "log", "proxy", "sniff":
 			o.variants = append(o.variants, v)
+			if o.before != "" && v != "log" {
+				o.variants = append(o.variants, v+"-before")
+			}
 		default:
 			fmt.Fprintf(os.Stderr, "capturecost: -variants %q: choose among none, log, proxy, sniff\n", variants)
 			os.Exit(2)
@@ -171,15 +181,15 @@ func run(ctx context.Context, o options) error {
 							err = rerr
 						}
 					}
-				case "proxy":
-					m, err = throughProxy(ctx, o, inst, direct, users, work, url)
-				case "sniff":
-					m, err = sniffed(ctx, o, inst, direct, users, work, url)
+				case "proxy", "proxy-before":
+					m, err = throughProxy(ctx, o, capturer(o, v), inst, direct, users, work, url)
+				case "sniff", "sniff-before":
+					m, err = sniffed(ctx, o, capturer(o, v), inst, direct, users, work, url)
 				}
 				if err != nil {
 					return fmt.Errorf("%s at %d users: %w", v, users, err)
 				}
-				switch v {
+				switch wireKind(v) {
 				case "proxy":
 					logf("  %.1f tps; %d statements captured, %.1f ms of CPU per 1,000 while capturing, %.1f in all", m.tps, m.statements,
 						1e6*m.liveCPU/float64(max(m.statements, 1)), 1e6*m.proxyCPU/float64(max(m.statements, 1)))
@@ -196,6 +206,28 @@ func run(ctx context.Context, o options) error {
 	printTable(o, results)
 	return nil
 }
+
+// capturerRun is the binary and CPU profile a wire variant runs with:
+// -before's for a -before variant.
+type capturerRun struct{ bin, profile string }
+
+func capturer(o options, v string) capturerRun {
+	c := capturerRun{bin: o.bin, profile: o.profile}
+	if strings.HasSuffix(v, "-before") {
+		c.bin = o.before
+		if c.profile != "" {
+			c.profile += ".before"
+		}
+	}
+	if c.profile != "" && wireKind(v) == "proxy" {
+		c.profile += ".proxy"
+	}
+	return c
+}
+
+// wireKind is the capture a variant runs, whichever binary: proxy, sniff,
+// or the variant itself.
+func wireKind(v string) string { return strings.TrimSuffix(v, "-before") }
 
 // rotate starts the variants' order at k, so that no variant always runs
 // first in a round.
@@ -253,7 +285,7 @@ var (
 
 // throughProxy runs order-entry through a dbparity capture --proxy
 // process and measures the proxy: its CPU, what it captured.
-func throughProxy(ctx context.Context, o options, inst *managed.Instance, direct string, users int, work string, url func(string) string) (measurement, error) {
+func throughProxy(ctx context.Context, o options, cr capturerRun, inst *managed.Instance, direct string, users int, work string, url func(string) string) (measurement, error) {
 	var m measurement
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -263,8 +295,11 @@ func throughProxy(ctx context.Context, o options, inst *managed.Instance, direct
 	ln.Close()
 	capFile := filepath.Join(work, "proxy.capture")
 	life := o.warmup + o.duration + 30*time.Second
-	proxy := exec.CommandContext(ctx, o.bin, "capture", "--proxy", addr, "--upstream", direct, "--out", capFile, "--force",
+	proxy := exec.CommandContext(ctx, cr.bin, "capture", "--proxy", addr, "--upstream", direct, "--out", capFile, "--force",
 		"--duration", life.String())
+	if cr.profile != "" {
+		proxy.Env = append(os.Environ(), "DBPARITY_CPUPROFILE="+cr.profile)
+	}
 	stdout, err := proxy.StdoutPipe()
 	if err != nil {
 		return m, err
@@ -312,16 +347,16 @@ func throughProxy(ctx context.Context, o options, inst *managed.Instance, direct
 
 // sniffed runs order-entry straight to the server while a dbparity
 // capture --listen-on lo reads its packets, and measures the capturer.
-func sniffed(ctx context.Context, o options, inst *managed.Instance, direct string, users int, work string, url func(string) string) (measurement, error) {
+func sniffed(ctx context.Context, o options, cr capturerRun, inst *managed.Instance, direct string, users int, work string, url func(string) string) (measurement, error) {
 	var m measurement
 	capFile := filepath.Join(work, "sniff.capture")
 	life := o.warmup + o.duration + 30*time.Second
-	c := exec.CommandContext(ctx, o.bin, "capture", "--listen-on", "lo", "--port", strconv.Itoa(inst.Port), "--out", capFile, "--force",
+	c := exec.CommandContext(ctx, cr.bin, "capture", "--listen-on", "lo", "--port", strconv.Itoa(inst.Port), "--out", capFile, "--force",
 		"--duration", life.String())
 	var out strings.Builder
 	c.Stdout, c.Stderr = &out, &out
-	if o.profile != "" {
-		c.Env = append(os.Environ(), "DBPARITY_CPUPROFILE="+o.profile)
+	if cr.profile != "" {
+		c.Env = append(os.Environ(), "DBPARITY_CPUPROFILE="+cr.profile)
 	}
 	t0 := time.Now()
 	if err := c.Start(); err != nil {
@@ -397,7 +432,7 @@ func printTable(o options, results map[string]map[int][]measurement) {
 				ratio = fmt.Sprintf("%.2f", x/none)
 			}
 			live, cpu, size, dropped := "-", "-", "-", "-"
-			if v == "sniff" {
+			if wireKind(v) == "sniff" {
 				var k, q int64
 				known := true
 				for _, m := range results[v][users] {
@@ -410,7 +445,7 @@ func printTable(o options, results map[string]map[int][]measurement) {
 					dropped = fmt.Sprintf("%d + ?", k)
 				}
 			}
-			if v == "proxy" || v == "sniff" {
+			if kind := wireKind(v); kind == "proxy" || kind == "sniff" {
 				var lives, cpus, sizes []float64
 				for _, m := range results[v][users] {
 					if m.statements > 0 {
@@ -427,7 +462,7 @@ func printTable(o options, results map[string]map[int][]measurement) {
 				// statements at most (while capturing: what competes
 				// with the server), the proxy 0.90.
 				ratioTarget, cpuTarget := 0.90, 0.0
-				if v == "sniff" {
+				if kind == "sniff" {
 					ratioTarget, cpuTarget = 0.95, 3
 				}
 				r := 0.0
@@ -449,6 +484,22 @@ func printTable(o options, results map[string]map[int][]measurement) {
 				}
 				verdict := fmt.Sprintf("%s at %d sessions: ratio %.2f (target at least %.2f: %s; round by round median %.2f, from %.2f to %.2f)",
 					v, users, r, ratioTarget, met(r >= ratioTarget), median(paired), paired[0], paired[len(paired)-1])
+				if before := results[v+"-before"][users]; len(before) > 0 {
+					var against []float64
+					for i, m := range results[v][users] {
+						if i < len(before) && before[i].tps > 0 {
+							against = append(against, m.tps/before[i].tps)
+						}
+					}
+					var lb []float64
+					for _, m := range before {
+						if m.statements > 0 {
+							lb = append(lb, 1e6*m.liveCPU/float64(m.statements))
+						}
+					}
+					verdict += fmt.Sprintf("; against -before's binary round by round median %.2f, %.1f ms per 1,000 statements while capturing against %.1f",
+						median(against), median(lives), median(lb))
+				}
 				if cpuTarget > 0 {
 					verdict += fmt.Sprintf(", %.1f ms per 1,000 statements while capturing (target at most %.0f: %s; %.1f in all, the file written too)",
 						median(lives), cpuTarget, met(median(lives) <= cpuTarget), median(cpus))
@@ -456,7 +507,10 @@ func printTable(o options, results map[string]map[int][]measurement) {
 				verdicts = append(verdicts, verdict)
 			}
 			name := map[string]string{"none": "none", "log": "server log (log_min_duration_statement = 0, csvlog)", "proxy": "wire (capture --proxy)",
-				"sniff": "wire (capture --listen-on lo, the packets)"}[v]
+				"sniff": "wire (capture --listen-on lo, the packets)"}[wireKind(v)]
+			if wireKind(v) != v {
+				name += ", -before's binary"
+			}
 			fmt.Printf("| %d | %s | %.1f | %s | %s | %s | %s | %s |\n", users, name, x, ratio, live, cpu, size, dropped)
 		}
 	}

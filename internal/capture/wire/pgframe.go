@@ -20,6 +20,19 @@ func (m *msg) str() string {
 	return ""
 }
 
+// strBytes is str in place: the bytes are the message's.
+func (m *msg) strBytes() []byte {
+	for i, c := range m.b {
+		if c == 0 {
+			v := m.b[:i]
+			m.b = m.b[i+1:]
+			return v
+		}
+	}
+	m.bad = true
+	return nil
+}
+
 func (m *msg) byte() byte {
 	if len(m.b) < 1 {
 		m.bad = true

@@ -32,6 +32,7 @@ type Recorder struct {
 	source   string
 	texts    map[string]int
 	textList []string
+	plain    []bool     // by text: interned as a statement sent it (nothing masked)
 	sessions []*session // every session, open or ended
 	seq      int64
 	skipped  map[string]*capture.Skip
@@ -78,6 +79,7 @@ func (r *Recorder) intern(text string) int {
 	i := len(r.textList)
 	r.texts[text] = i
 	r.textList = append(r.textList, text)
+	r.plain = append(r.plain, false)
 	return i
 }
 
@@ -196,6 +198,7 @@ type done struct {
 }
 
 type prepared struct {
+	name  string // its key, for the portals bound to it
 	text  string
 	types []uint32
 }
@@ -411,7 +414,8 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 	switch typ {
 	case 'Q':
 		text := m.str()
-		s.simple = &pend{text: text, start: at}
+		s.simple = s.slab.pend()
+		*s.simple = pend{text: text, start: at}
 	case 'P':
 		name, text := m.str(), m.str()
 		n := int(m.u16())
@@ -423,19 +427,20 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 			s.stop("a Parse message")
 			return
 		}
-		s.prepared[name] = prepared{text: text, types: types}
+		s.prepared[name] = prepared{name: name, text: text, types: types}
 		s.mark(at)
 	case 'B':
-		name, stmt := m.str(), m.str()
+		name, sb := m.str(), m.strBytes()
 		nf := int(m.u16())
-		formats := make([]uint16, nf)
-		for i := range formats {
-			formats[i] = m.u16()
-		}
+		formats := m.bytes(2 * nf) // read in place: two bytes each
 		n := int(m.u16())
-		pr := s.prepared[stmt]
-		p := portal{stmt: stmt, params: make([]*string, n)}
-		vals := make([]string, n) // the values, one allocation
+		pr, known := s.prepared[string(sb)] // looked up without a copy
+		stmt := pr.name
+		if !known {
+			stmt = string(sb)
+		}
+		p := portal{stmt: stmt, params: s.slab.ptrs(n)}
+		vals := s.slab.strs(n)
 		for i := range n {
 			l := int32(m.u32())
 			if l < 0 {
@@ -444,10 +449,11 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 			raw := m.bytes(int(l))
 			format := uint16(0)
 			switch {
+			case m.bad:
 			case nf == 1:
-				format = formats[0]
+				format = binary.BigEndian.Uint16(formats)
 			case i < nf:
-				format = formats[i]
+				format = binary.BigEndian.Uint16(formats[2*i:])
 			}
 			var t uint32
 			if i < len(pr.types) {
@@ -493,7 +499,9 @@ func (s *session) client(typ byte, body []byte, at time.Time) {
 			s.r.skip(capture.Dropped, reasonBinary, s.id)
 			s.r.mu.Unlock()
 		}
-		s.pending = append(s.pending, &pend{st: st, text: pr.text, start: start})
+		x := s.slab.pend()
+		*x = pend{st: st, text: pr.text, start: start}
+		s.pending = append(s.pending, x)
 	case 'S':
 		s.pending = append(s.pending, nil) // a Sync: the server answers ReadyForQuery
 		s.describes = append(s.describes, nil)
@@ -658,14 +666,23 @@ func (s *session) finish(p *pend, at time.Time) {
 
 func (s *session) record(p *pend, at time.Time, st capture.Statement) {
 	st.Rows, st.Error, st.CopyBytes, st.CopyData = p.rows, p.err, p.st.CopyBytes, p.st.CopyData
-	// No capture file holds a password: masked as the log reader masks it.
-	text := capture.MaskSecrets(p.text)
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
-	if text != p.text {
-		s.r.skip(capture.Flagged, capture.ReasonSecret, s.id)
+	if i, ok := s.r.texts[p.text]; ok && s.r.plain[i] {
+		// Sent before and found to hold no password: most statements
+		// repeat a text, read for passwords once.
+		st.Text = i
+	} else {
+		// No capture file holds a password: masked as the log reader masks it.
+		text := capture.MaskSecrets(p.text)
+		if text != p.text {
+			s.r.skip(capture.Flagged, capture.ReasonSecret, s.id)
+		}
+		st.Text = s.r.intern(text)
+		if text == p.text {
+			s.r.plain[st.Text] = true
+		}
 	}
-	st.Text = s.r.intern(text)
 	s.r.seq++
 	st.Seq = s.r.seq
 	d := s.slab.done()
@@ -702,8 +719,48 @@ func tagRows(b []byte) (int64, bool) {
 // slab hands out a session's small kept values from chunks: one
 // allocation for many, as every statement a session records is kept.
 type slab struct {
-	ints  []int64
-	dones []done
+	ints   []int64
+	dones  []done
+	pends  []pend
+	ptrBuf []*string
+	strBuf []string
+}
+
+// ptrs and strs hand out a statement's parameters (kept with it).
+func (a *slab) ptrs(n int) []*string {
+	if n == 0 {
+		return []*string{} // not nil, as a Bind without parameters always gave
+	}
+	if n > 16 {
+		return make([]*string, n)
+	}
+	if len(a.ptrBuf) < n {
+		a.ptrBuf = make([]*string, 256)
+	}
+	p := a.ptrBuf[:n:n]
+	a.ptrBuf = a.ptrBuf[n:]
+	return p
+}
+
+func (a *slab) strs(n int) []string {
+	if n > 16 {
+		return make([]string, n)
+	}
+	if len(a.strBuf) < n {
+		a.strBuf = make([]string, 256)
+	}
+	p := a.strBuf[:n:n]
+	a.strBuf = a.strBuf[n:]
+	return p
+}
+
+func (a *slab) pend() *pend {
+	if len(a.pends) == 0 {
+		a.pends = make([]pend, 32)
+	}
+	p := &a.pends[0]
+	a.pends = a.pends[1:]
+	return p
 }
 
 func (a *slab) int64p(v int64) *int64 {

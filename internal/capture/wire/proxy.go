@@ -35,7 +35,10 @@ type ProxyOptions struct {
 // (HOST:PORT, or the path of its unix socket file), talking to the server
 // in the clear, and records what they exchange in rec, until ctx ends:
 // then it stops listening and closes the connections it relays. It
-// returns once every connection is closed.
+// returns once every connection is closed and decoded.
+//
+// What the relays read is written on before it is decoded
+// (proxy_queue.go).
 func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder, o ProxyOptions) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -89,13 +92,13 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			server.Close()
 			continue
 		}
-		s := rec.Open(client.RemoteAddr().String())
+		q := newConnQueue(rec.Open(client.RemoteAddr().String()), queueLimit)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { track(client, false); track(server, false) }()
 			if rec.MySQL {
-				myRelay(client, server, s, o, func(addr string) {
+				myRelay(client, server, q, o, func(addr string) {
 					o.counted(rec, capture.Flagged, reasonTLSGaveUp, addr,
 						fmt.Sprintf("client %s closed its connection when offered no TLS: it requires TLS (give --tls-cert and --tls-key to accept it; the summary counts them)", addr))
 				})
@@ -108,22 +111,22 @@ func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder,
 			if err != nil {
 				client.Close()
 				server.Close()
-				s.FromClient(first, time.Now()) // a part of a message: counted unread
-				s.Close(time.Now())
+				q.put(fromClient, first, time.Now()) // a part of a message: counted unread
+				q.end(time.Now())
 				return
 			}
 			if c != client {
 				track(c, true)
 				defer track(c, false)
 			}
-			s.FromClient(first, time.Now())
+			q.put(fromClient, first, time.Now())
 			if _, err := server.Write(first); err != nil {
 				c.Close()
 				server.Close()
-				s.Close(time.Now())
+				q.end(time.Now())
 				return
 			}
-			relay(c, server, s)
+			relay(c, server, q)
 		}()
 	}
 }
@@ -222,8 +225,8 @@ func myPacket(r io.Reader) ([]byte, error) {
 // counted the TLS request, the server never saw it). Offered none, a
 // client that closes before answering the greeting required TLS: gaveUp
 // is told.
-func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(addr string)) {
-	fail := func() { client.Close(); server.Close(); s.Close(time.Now()) }
+func myRelay(client, server net.Conn, q *connQueue, o ProxyOptions, gaveUp func(addr string)) {
+	fail := func() { client.Close(); server.Close(); q.end(time.Now()) }
 	server.SetReadDeadline(time.Now().Add(30 * time.Second))
 	g, err := myPacket(server)
 	server.SetReadDeadline(time.Time{})
@@ -232,7 +235,7 @@ func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(ad
 		return
 	}
 	greetingSSL(g, false)
-	s.FromServer(g, time.Now())
+	q.put(fromServer, g, time.Now()) // a copy: g is changed next
 	greetingSSL(g, o.TLS != nil)
 	if _, err := client.Write(g); err != nil {
 		fail()
@@ -264,13 +267,13 @@ func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(ad
 		binary.LittleEndian.PutUint32(p[4:], binary.LittleEndian.Uint32(p[4:])&^mySSL)
 	}
 	client.SetReadDeadline(time.Time{})
-	s.FromClient(p, time.Now())
+	q.put(fromClient, p, time.Now())
 	if _, err := server.Write(p); err != nil {
 		fail()
 		return
 	}
 	if c == client {
-		relay(client, server, s)
+		relay(client, server, q)
 		return
 	}
 	// Authentication inside TLS: packet by packet, renumbered, until the
@@ -291,14 +294,14 @@ func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(ad
 			if !authed.Load() {
 				p[3]--
 			}
-			s.FromClient(p, time.Now())
+			q.put(fromClient, p, time.Now())
 			if _, err := server.Write(p); err != nil {
 				c.Close()
 				server.Close()
 				return
 			}
 		}
-		pipe(server, cr, s.FromClient, c, server)
+		pipe(server, cr, q, fromClient, c, server)
 	}()
 	go func() { // the server's side
 		defer wg.Done()
@@ -309,7 +312,7 @@ func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(ad
 				server.Close()
 				return
 			}
-			s.FromServer(p, time.Now())
+			q.put(fromServer, p, time.Now())
 			p[3]++
 			end := len(p) > 4 && (p[4] == 0x00 || p[4] == 0xff)
 			if end {
@@ -324,32 +327,42 @@ func myRelay(client, server net.Conn, s *Session, o ProxyOptions, gaveUp func(ad
 				break
 			}
 		}
-		pipe(c, sr, s.FromServer, c, server)
+		pipe(c, sr, q, fromServer, c, server)
 	}()
 	wg.Wait()
-	s.Close(time.Now())
+	q.end(time.Now())
 }
 
-// relay copies both ways until either side closes, feeding s.
-func relay(client, server net.Conn, s *Session) {
+// relay copies both ways until either side closes, decoding what passes
+// through q.
+func relay(client, server net.Conn, q *connQueue) {
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); pipe(server, client, s.FromClient, client, server) }()
-	go func() { defer wg.Done(); pipe(client, server, s.FromServer, client, server) }()
+	go func() { defer wg.Done(); pipe(server, client, q, fromClient, client, server) }()
+	go func() { defer wg.Done(); pipe(client, server, q, fromServer, client, server) }()
 	wg.Wait()
-	s.Close(time.Now())
+	q.end(time.Now())
 }
 
-// pipe copies src to dst, feeding each chunk to the decoder before it is
-// passed on (the other side's answer cannot come before the request is
-// seen), until either fails; then it closes both connections.
-func pipe(dst io.Writer, src io.Reader, feed func([]byte, time.Time), a, b net.Conn) {
-	buf := make([]byte, 64<<10)
+// relayBuffers are the relays' read buffers, 64 KiB: one read takes what
+// a burst of messages holds, and one write passes it on.
+var relayBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// pipe copies src to dst, one write for what each read gave, until
+// either fails; then it closes both connections. Each chunk is queued
+// before it is passed on (the other side's answer cannot be queued
+// before the request), and decoded after.
+func pipe(dst io.Writer, src io.Reader, q *connQueue, kind uint8, a, b net.Conn) {
+	bp := relayBuffers.Get().(*[]byte)
+	defer relayBuffers.Put(bp)
+	buf := *bp
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			feed(buf[:n], time.Now())
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			q.put(kind, buf[:n], time.Now())
+			_, werr := dst.Write(buf[:n])
+			q.drain()
+			if werr != nil {
 				break
 			}
 		}
