@@ -174,7 +174,15 @@ func agree(t *testing.T, got, want ostat.Rates) {
 	edge := math.Abs(got.IntervalS-want.IntervalS) / want.IntervalS
 	near := func(what string, g, w, slack float64) {
 		t.Helper()
-		if math.Abs(g-w) > (0.02+edge)*math.Abs(w)+slack {
+		share := 0.02
+		if what == "context switches" || what == "interrupts" {
+			// Rates that swing with each phase of the run (a window's
+			// edges a few ms later at both ends keep its length but not
+			// its count: 3.6% once, alone on a quiet host): within
+			// issue 48's 5%.
+			share = 0.05
+		}
+		if math.Abs(g-w) > (share+edge)*math.Abs(w)+slack {
 			t.Errorf("%s: %.2f a second from the database host's source, %.2f from /proc here (edges %.0f ms apart)", what, g, w, 1000*math.Abs(got.IntervalS-want.IntervalS))
 		}
 	}
