@@ -474,7 +474,7 @@ func TestCaptureReplaySysbenchMariaDB(t *testing.T) {
 	}
 	// The log holds the test's own statements too (the SET GLOBAL that
 	// turned it off), which did not pass the proxy.
-	released := int64(len(wrp.Releases)) // as in TestWireSniffSysbenchMariaDB
+	released := leeway(t, wrp) // as in TestWireSniffSysbenchMariaDB
 	if newErrors(wrp) > released || wrp.Divergent() > 2*released || wrp.ReplayedTransactions < wrp.CapturedTransactions-released || wrp.CapturedTransactions < 100 ||
 		wrp.RowsCompared < int64(wc.Statements())/2 {
 		t.Errorf("wire capture: errors %d (%d not captured), divergent %d, transactions %d of %d, rows of %d of %d statements compared: %+v",
@@ -657,7 +657,7 @@ func TestWireSniffSysbenchMariaDB(t *testing.T) {
 	rp, es := r.Replay, r.Replay.EndState
 	// A release may also let InnoDB find a deadlock the capture did not
 	// have: its statement's new 40001 and the COMMIT it rolled back.
-	if released := int64(len(rp.Releases)); !equalOrReleased(t, r, 2) || newErrors(rp) > released || rp.Divergent() > 2*released ||
+	if released := leeway(t, rp); !equalOrReleased(t, r, 2) || newErrors(rp) > released || rp.Divergent() > 2*released ||
 		rp.RowsCompared < int64(c.Statements())/2 {
 		t.Errorf("end state %+v; errors %d, divergent %d, rows of %d of %d statements compared: %+v\n%s", es, rp.Errors, rp.Divergent(),
 			rp.RowsCompared, c.Statements(), rp.Outcomes, out.String())
@@ -685,6 +685,25 @@ func equalOrReleased(t *testing.T, r *result.Run, of int) bool {
 	}
 	t.Logf("end state differs after %d synchronisation releases: %s", len(r.Replay.Releases), es.Summary)
 	return strings.Contains(text.String(), fmt.Sprintf("released %d synchronisation", len(r.Replay.Releases)))
+}
+
+// leeway is how many of a replay's transactions may end otherwise than
+// captured: one for each synchronisation wait it released, and one for
+// each deadlock the server met in the replay and not in the capture. The
+// commit order keeps what each statement saw, not the order in which two
+// sessions take their locks: on a saturated host (two suites beside) a
+// replay fell behind and its sessions deadlocked once, reported as a new
+// error 40001, with the end state equal.
+func leeway(t *testing.T, rp *result.Replay) int64 {
+	t.Helper()
+	n := int64(len(rp.Releases))
+	for _, o := range rp.Outcomes {
+		if o.Kind == "new error" && o.Replayed == "40001" {
+			t.Logf("the replay met %d deadlock(s) the capture had not: %s", o.Count, o.Fingerprint)
+			n += o.Count
+		}
+	}
+	return n
 }
 
 // newErrors is the replay's errors less those the capture had too (a
