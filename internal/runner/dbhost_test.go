@@ -175,10 +175,11 @@ func agree(t *testing.T, got, want ostat.Rates) {
 	near := func(what string, g, w, slack float64) {
 		t.Helper()
 		share := 0.02
-		if what == "context switches" || what == "interrupts" {
+		if what == "context switches" || what == "interrupts" || what == "disk IOs" {
 			// Rates that swing with each phase of the run (a window's
 			// edges a few ms later at both ends keep its length but not
-			// its count: 3.6% once, alone on a quiet host): within
+			// its count: context switches 3.6% apart once, alone on a
+			// quiet host; disk IOs 3.4% with a suite beside): within
 			// issue 48's 5%.
 			share = 0.05
 		}
