@@ -74,24 +74,21 @@ max_client_conn = 100
 	if os.Geteuid() == 0 {
 		args = []string{"-u", managed.OSUser, conf} // it refuses to run as root
 	}
-	cmd := exec.Command(bouncer, args...)
-	logFile, err := os.Create(filepath.Join(dir, "pgbouncer.log"))
+	logPath := filepath.Join(dir, "pgbouncer.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
+	// The pooler runs as a process of the test's; start starts it again
+	// (the same port and configuration) and waits until it listens.
+	var cmd *exec.Cmd
+	var exited chan struct{}
 	var exit error
-	go func() { exit = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 	// bouncerState says whether pgbouncer still runs, with its log: a run
 	// refused at its port says whose end went away.
 	bouncerState := func() string {
-		log, _ := os.ReadFile(logFile.Name())
+		log, _ := os.ReadFile(logPath)
 		select {
 		case <-exited:
 			return fmt.Sprintf("pgbouncer exited (%v); its log:\n%s", exit, log)
@@ -99,18 +96,44 @@ max_client_conn = 100
 			return fmt.Sprintf("pgbouncer runs; its log:\n%s", log)
 		}
 	}
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			break
+	start := func() {
+		cmd = exec.Command(bouncer, args...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if i == 50 {
-			t.Fatalf("pgbouncer did not listen: %s", bouncerState())
+		done := make(chan struct{})
+		c := cmd
+		go func() { exit = c.Wait(); close(done) }()
+		exited = done
+		for i := 0; ; i++ {
+			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+				c.Close()
+				break
+			}
+			if i == 50 {
+				t.Fatalf("pgbouncer did not listen: %s", bouncerState())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	start()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 	pooled := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", inst.User, port, inst.Database)
 	run := func(label, url string, extra ...string) (*result.Run, string) {
+		// PgBouncer 1.18 can die of a cancel request whose client closed
+		// before its server link did ("FATAL ... disconnect_client(): bad
+		// client state: 0", pgbouncer issue 801, mended in later
+		// releases): a run that stops with statements in flight sends
+		// one. Once, beside a second suite. It is started again.
+		select {
+		case <-exited:
+			if log, _ := os.ReadFile(logPath); strings.Contains(string(log), "disconnect_client(): bad client state") {
+				t.Logf("pgbouncer died of its cancel-request bug; started again: %s", bouncerState())
+				start()
+			}
+		default:
+		}
 		code, _, stderr := dbparity(t, dir, append([]string{"run", "--target", url, "--users", "8", "--warmup", "1s", "--duration", "3s",
 			"--label", label, "--out", label + ".json", "--force"}, extra...)...)
 		r, err := result.Read(filepath.Join(dir, label+".json"))

@@ -294,6 +294,10 @@ loop:
 			}
 		}
 	}
+	// Sessions stopped by the interrupt may all be done before the loop
+	// saw it (both ready at once, select took done): interrupted all the
+	// same.
+	interrupted = interrupted || ctx.Err() != nil
 	end := time.Now()
 	stop()
 	<-monDone
