@@ -210,9 +210,20 @@ func TestRunLoadShowOnDefault(t *testing.T) {
 		s.Partial == nil || *s.Partial || s.Errors == nil || s.DriverCPUS <= 0 || len(s.Transactions) != 5 {
 		t.Errorf("summary %+v", s)
 	}
+	var all int64
+	for _, tx := range s.Transactions {
+		all += tx.Count
+	}
 	for name, tx := range s.Transactions {
+		// A kind of 4% of the mix may be missing from a run of fewer
+		// than 125 transactions (0.96^125 is 0.6%): a loaded host's
+		// SQLite ran that few.
+		if tx.Count == 0 && all < 125 {
+			t.Logf("%s: none in %d transactions", name, all)
+			continue
+		}
 		if tx.Count <= 0 || tx.P50 == nil || tx.P95 == nil || tx.P99 == nil || *tx.P95 < *tx.P50 {
-			t.Errorf("%s: %+v", name, tx)
+			t.Errorf("%s: %+v (of %d transactions)", name, tx, all)
 		}
 	}
 	// check passes on what the run left, and a second run without --load

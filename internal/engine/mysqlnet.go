@@ -68,9 +68,16 @@ func (c countedConn) Write(b []byte) (int, error) {
 	if c.raw == nil {
 		return c.Conn.Write(b)
 	}
+	return rawSend(c.Conn, c.raw, b)
+}
+
+// rawSend sends b on conn with send(2) and MSG_DONTWAIT through the
+// runtime's raw system call, leaving to the poller only a send the
+// socket's buffer cannot take (which keeps the deadlines).
+func rawSend(conn net.Conn, raw syscall.RawConn, b []byte) (int, error) {
 	var n int
 	var err error
-	werr := c.raw.Write(func(fd uintptr) bool {
+	werr := raw.Write(func(fd uintptr) bool {
 		for len(b) > 0 {
 			r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
 			switch e {
@@ -92,7 +99,7 @@ func (c countedConn) Write(b []byte) (int, error) {
 	case werr != nil:
 		return n, werr
 	case err != nil:
-		return n, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", err)}
+		return n, &net.OpError{Op: "write", Net: conn.LocalAddr().Network(), Source: conn.LocalAddr(), Addr: conn.RemoteAddr(), Err: os.NewSyscallError("write", err)}
 	}
 	return n, nil
 }

@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"golang.org/x/sys/unix"
 )
 
 func openPostgres(raw string) (*Target, error) {
@@ -164,35 +161,7 @@ func withRawSend(c net.Conn) net.Conn {
 	return &rawSendConn{Conn: c, raw: raw}
 }
 
-func (c *rawSendConn) Write(b []byte) (int, error) {
-	var n int
-	var err error
-	werr := c.raw.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
-			switch e {
-			case 0:
-				n += int(r)
-				b = b[r:]
-				continue
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			err = e
-			return true
-		}
-		return true
-	})
-	switch {
-	case werr != nil:
-		return n, werr
-	case err != nil:
-		return n, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", err)}
-	}
-	return n, nil
-}
+func (c *rawSendConn) Write(b []byte) (int, error) { return rawSend(c.Conn, c.raw, b) }
 
 type pgConn struct {
 	c *pgx.Conn
