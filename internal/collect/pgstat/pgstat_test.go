@@ -187,7 +187,11 @@ func TestSamplerSeesLockWait(t *testing.T) {
 
 	s := NewSampler(connect(t, inst), 20*time.Millisecond, "collector")
 	sctx, stop := context.WithCancel(ctx)
-	go s.Run(sctx)
+	// The sampler's connection is closed by the test's cleanup: Run must
+	// have returned first (a Close beside its query panicked in pgx).
+	ran := make(chan struct{})
+	go func() { s.Run(sctx); close(ran) }()
+	defer func() { stop(); <-ran }()
 	time.Sleep(200 * time.Millisecond) // not counted
 	s.Count(true)
 	time.Sleep(600 * time.Millisecond)
