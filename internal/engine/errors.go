@@ -133,15 +133,3 @@ func SQLState(err error) string {
 	}
 	return "other"
 }
-
-// AbortsTransaction tells whether a failed statement ends its
-// transaction: every error does on PostgreSQL (the block is aborted until
-// its end); on MySQL only a deadlock (SQLSTATE 40001), which rolls the
-// transaction back, while other errors undo their statement alone.
-func AbortsTransaction(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return string(me.SQLState[:]) == "40001"
-	}
-	return err != nil
-}

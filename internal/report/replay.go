@@ -55,6 +55,9 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 	if n := rp.ServerRollbacks; n > 0 {
 		fmt.Fprintf(w, "; %d rolled back by the replay where a deadlock had rolled them back in the capture", n)
 	}
+	if n := rp.Retries; n > 0 {
+		fmt.Fprintf(w, "; %d run again from their BEGIN after a deadlock the capture had not met", n)
+	}
 	fmt.Fprintln(w)
 	if l := rp.Lag; l != nil {
 		fmt.Fprintf(w, "    lag          behind schedule when issued: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",

@@ -704,7 +704,7 @@ func replayRun(o ReplayOptions, t *opened, sv string, c *capture.Capture, res *r
 		ReplayedCommits: res.ReplayedCommits, CapturedTransactions: res.CapturedTransactions,
 		ReplayedTransactions: res.ReplayedTransactions, Notes: res.Notes, Literals: o.Literals,
 		WritesChanged: res.WritesChanged, TablesChanged: res.TablesChanged, WritesUntold: res.WritesUntold, FromWire: res.FromWire,
-		ServerRollbacks: res.ServerRollbacks}
+		ServerRollbacks: res.ServerRollbacks, Retries: res.Retries}
 	if len(res.Admin) > 0 {
 		rp.Admin = res.Admin
 	}

@@ -27,11 +27,11 @@ func ddlEvents(c *capture.Capture, t texts) [][]bool {
 	out := make([][]bool, len(c.Sessions))
 	for s, ss := range c.Sessions {
 		out[s] = make([]bool, len(ss.Statements))
-		var tx txState
+		tx := txState{mysql: mysql}
 		var held []int // DDL of the open block
 		for i, st := range ss.Statements {
 			wasIn := tx.inBlock
-			tx.step(t.kind[st.Text], st.Error != nil, "")
+			tx.step(t.kind[st.Text], errState(st.Error), "")
 			switch {
 			case t.ddl[st.Text] && (mysql || (!wasIn && !tx.inBlock)):
 				out[s][i] = true

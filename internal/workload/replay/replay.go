@@ -367,6 +367,7 @@ func (p *play) session(ctx context.Context, i int) {
 		p.rec.sessionEnded()
 	}()
 	inBlock := false // in an explicit transaction block, as captured
+	blockStart := -1 // the statement that began the block
 	for ; next < len(s.Statements); next++ {
 		st := &s.Statements[next]
 		if ctx.Err() != nil {
@@ -398,7 +399,10 @@ func (p *play) session(ctx context.Context, i int) {
 			waited = w
 		}
 		if batch := p.batchFrom(conn, i, next, inBlock); len(batch) > 1 {
-			ran, ok := p.sendBatch(ctx, conn, i, batch, waited)
+			if !inBlock && p.kinds[st.Text] == txBegin {
+				blockStart = next
+			}
+			ran, ok := p.sendBatch(ctx, conn, i, batch, waited, blockStart)
 			for _, j := range batch[:ran] {
 				inBlock = blockAfter(inBlock, p.kinds[s.Statements[j].Text])
 			}
@@ -412,26 +416,17 @@ func (p *play) session(ctx context.Context, i int) {
 			next += ran - 1
 			continue
 		}
+		if !inBlock && p.kinds[st.Text] == txBegin {
+			blockStart = next
+		}
 		inBlock = blockAfter(inBlock, p.kinds[st.Text])
 		issued := p.live.begin(i, next)
 		if p.sync != nil {
 			p.sync.issued(i, next)
 		}
-		text := p.sql[st.Text]
-		types := p.o.Types[st.Text]
-		var tag string
-		var err error
-		switch {
-		case how == capture.NoCopyData:
-			tag, err = conn.CopyIn(ctx, text, nil)
-		case copyData:
-			tag, err = conn.CopyIn(ctx, text, st.CopyData)
-		case st.Prepared != "":
-			tag, err = conn.Prepared(ctx, st.Prepared, text, st.Params, types)
-		case st.Extended:
-			tag, err = conn.Extended(ctx, text, st.Params, types)
-		default:
-			tag, err = conn.Simple(ctx, p.withInsertID(conn, st, text))
+		tag, err := p.send(ctx, conn, st, how)
+		if blockStart >= 0 && inBlock && p.retriable(st, err) {
+			tag, err = p.retry(ctx, conn, i, blockStart, next, err)
 		}
 		took := p.live.end(i)
 		if ctx.Err() != nil && err != nil {
@@ -455,7 +450,7 @@ func (p *play) session(ctx context.Context, i int) {
 			// commit what the server threw away.
 			if _, rerr := conn.Simple(ctx, "ROLLBACK"); rerr == nil {
 				inBlock = false
-				p.rec.serverRollback()
+				p.rec.serverRollback(i, next)
 			}
 		}
 		p.completed(i, next)
@@ -465,6 +460,87 @@ func (p *play) session(ctx context.Context, i int) {
 	}
 	// Hold the connection until the captured disconnection.
 	clock.sleepUntil(ctx, p.at(s.End))
+}
+
+// send sends one statement of a session on conn as captured; how is why
+// it is sent otherwise (capture.NoCopyData: a COPY whose rows the
+// capture does not hold, sent without them).
+func (p *play) send(ctx context.Context, conn engine.ReplayConn, st *capture.Statement, how string) (string, error) {
+	text := p.sql[st.Text]
+	types := p.o.Types[st.Text]
+	switch {
+	case st.CopyData != nil: // a wire capture kept the rows: as the client sent them
+		return conn.CopyIn(ctx, text, st.CopyData)
+	case how == capture.NoCopyData:
+		return conn.CopyIn(ctx, text, nil)
+	case st.Prepared != "":
+		return conn.Prepared(ctx, st.Prepared, text, st.Params, types)
+	case st.Extended:
+		return conn.Extended(ctx, text, st.Params, types)
+	default:
+		return conn.Simple(ctx, p.withInsertID(conn, st, text))
+	}
+}
+
+// maxRetries bounds how many times a block goes again after deadlocks
+// the capture had not met.
+const maxRetries = 3
+
+// retriable is whether err, a replayed statement's, is a deadlock or a
+// serialization failure (SQLSTATE 40001, PostgreSQL's 40P01) where the
+// captured statement succeeded: the server ended the replay's
+// transaction for an order of lock requests the capture did not have
+// (two sessions' requests that cross; which of them the server picks as
+// the victim depends on which closes the cycle).
+func (p *play) retriable(st *capture.Statement, err error) bool {
+	if err == nil || st.Error != nil {
+		return false
+	}
+	switch sqlState(err) {
+	case "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+// retry runs session s's block again, from its first statement b up to
+// statement j, which met first (a deadlock the capture had not, see
+// retriable), after a ROLLBACK: what the captured client does with a
+// deadlock, and what makes the replay end as the capture did, where
+// this transaction committed (MySQL and MariaDB choose the victim by
+// the transactions' weight, then which closed the cycle). The earlier
+// statements' outcomes stay those already recorded; j's is returned:
+// the last try's, or first when a statement before it failed otherwise
+// than captured. At most maxRetries tries; each is counted.
+func (p *play) retry(ctx context.Context, conn engine.ReplayConn, s, b, j int, first error) (string, error) {
+	sts := p.c.Sessions[s].Statements
+	tag, err := "", first
+	for try := 0; try < maxRetries && p.retriable(&sts[j], err) && ctx.Err() == nil; try++ {
+		p.rec.retried()
+		if _, rerr := conn.Simple(ctx, "ROLLBACK"); rerr != nil {
+			return "", rerr
+		}
+		again := false
+		for k := b; k < j && !again; k++ {
+			st := &sts[k]
+			how := p.why[st.Text]
+			if st.ParamsTruncated || (how != "" && how != capture.NoCopyData) {
+				continue // not sent the first time either
+			}
+			_, kerr := p.send(ctx, conn, st, how)
+			switch {
+			case p.retriable(st, kerr):
+				again = true
+			case kerr != nil && (st.Error == nil || sqlState(kerr) != st.Error.SQLState):
+				return "", first // the block does not run as captured
+			}
+		}
+		if again {
+			continue
+		}
+		tag, err = p.send(ctx, conn, &sts[j], p.why[sts[j].Text])
+	}
+	return tag, err
 }
 
 // rolledBackByServer is whether a captured statement's error rolled its
@@ -537,7 +613,7 @@ func (p *play) batchFrom(conn engine.ReplayConn, s, i int, inBlock bool) []int {
 // records each as its answer comes. It returns how many were answered
 // and recorded (at least one unless the replay stopped; the rest go
 // again), and false when the replay stopped.
-func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx []int, waited time.Duration) (int, bool) {
+func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx []int, waited time.Duration, blockStart int) (int, bool) {
 	sts := p.c.Sessions[s].Statements
 	batch := make([]engine.BatchStatement, len(idx))
 	for k, j := range idx {
@@ -552,8 +628,16 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 		p.sync.issued(s, idx[0])
 	}
 	stopped := false
+	// A deadlock the capture had not met ends the batch (it stops at a
+	// failure): its block goes again once the batch's answers are read,
+	// and the statement's outcome is recorded then.
+	retryK, retryTook, retryErr, retried := -1, time.Duration(0), error(nil), false
 	record := func(k int, tag string, err error, took time.Duration) {
 		j := idx[k]
+		if !retried && blockStart >= 0 && blockStart <= j && p.retriable(&sts[j], err) && ctx.Err() == nil {
+			retryK, retryTook, retryErr = k, took, err
+			return
+		}
 		if ctx.Err() != nil && err != nil {
 			p.rec.skipped(skipStopped)
 			p.completed(s, j)
@@ -570,7 +654,7 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 		}
 		p.rec.statement(p.c, s, j, took, lag, w, tag, err, "")
 		p.completed(s, j)
-		if k+1 < len(idx) {
+		if k+1 < len(idx) && !retried { // after a retry the batch is over
 			p.live.begin(s, idx[k+1])
 			if p.sync != nil {
 				p.sync.issued(s, idx[k+1])
@@ -578,6 +662,13 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 		}
 	}
 	ran, err := conn.Batch(ctx, batch, record)
+	if retryK >= 0 {
+		t0 := time.Now()
+		tag, rerr := p.retry(ctx, conn, s, blockStart, idx[retryK], retryErr)
+		k := retryK
+		retryK, retried = -1, true
+		record(k, tag, rerr, retryTook+time.Since(t0))
+	}
 	if err != nil && ran < len(idx) && !stopped {
 		// The connection failed: the outcome of the statement it was on.
 		record(ran, "", err, p.live.end(s))

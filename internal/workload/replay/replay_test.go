@@ -22,7 +22,8 @@ type fakeConn struct {
 	log          *log
 	sess         string
 	fail         map[string]string
-	inTx, failed bool // as the server tracks a transaction block
+	failOnce     map[string]string // as fail, the first time only
+	inTx, failed bool              // as the server tracks a transaction block
 }
 
 type log struct {
@@ -52,6 +53,11 @@ func (c *fakeConn) do(kind, name, sql string, params []*string) (string, error) 
 			return "ROLLBACK", nil
 		}
 		return "COMMIT", nil
+	}
+	if code, ok := c.failOnce[sql]; ok {
+		delete(c.failOnce, sql)
+		c.failed = c.inTx
+		return "", &pgconn.PgError{Code: code, Message: "failed " + code}
 	}
 	if code, ok := c.fail[sql]; ok {
 		c.failed = c.inTx
@@ -309,34 +315,45 @@ func TestTxKind(t *testing.T) {
 }
 
 // Transactions count as the server counts them: a block that committed,
-// and each statement that succeeded outside a block; a failure inside a
-// block aborts it unless ROLLBACK TO a savepoint recovers it.
+// and each statement that succeeded outside a block. On PostgreSQL a
+// failure inside a block aborts it unless ROLLBACK TO a savepoint
+// recovers it; on MySQL an error undoes its statement alone, and a
+// deadlock (40001) rolls the block back and ends it (sysbench's next
+// statement is its BEGIN again).
 func TestTxState(t *testing.T) {
 	type st struct {
-		text   string
-		failed bool
+		text, state string
 	}
 	for _, c := range []struct {
-		name    string
-		stmts   []st
-		commits int
+		name           string
+		mysql          bool
+		stmts          []st
+		commits, ended int
 	}{
-		{"autocommit", []st{{"SELECT 1", false}, {"INSERT", false}, {"UPDATE", true}}, 2},
-		{"block", []st{{"BEGIN", false}, {"UPDATE", false}, {"COMMIT", false}}, 1},
-		{"failed block", []st{{"BEGIN", false}, {"UPDATE", true}, {"COMMIT", false}}, 0},
-		{"savepoint recovers", []st{{"BEGIN", false}, {"SAVEPOINT s", false}, {"UPDATE", true},
-			{"ROLLBACK TO SAVEPOINT s", false}, {"INSERT", false}, {"COMMIT", false}}, 1},
-		{"rollback", []st{{"BEGIN", false}, {"UPDATE", false}, {"ROLLBACK", false}, {"SELECT 1", false}}, 1},
+		{"autocommit", false, []st{{"SELECT 1", ""}, {"INSERT", ""}, {"UPDATE", "23505"}}, 2, 0},
+		{"block", false, []st{{"BEGIN", ""}, {"UPDATE", ""}, {"COMMIT", ""}}, 1, 0},
+		{"failed block", false, []st{{"BEGIN", ""}, {"UPDATE", "23505"}, {"COMMIT", ""}}, 0, 1},
+		{"savepoint recovers", false, []st{{"BEGIN", ""}, {"SAVEPOINT s", ""}, {"UPDATE", "23505"},
+			{"ROLLBACK TO SAVEPOINT s", ""}, {"INSERT", ""}, {"COMMIT", ""}}, 1, 0},
+		{"rollback", false, []st{{"BEGIN", ""}, {"UPDATE", ""}, {"ROLLBACK", ""}, {"SELECT 1", ""}}, 1, 0},
+		{"mysql error undoes its statement", true, []st{{"BEGIN", ""}, {"INSERT", "23000"}, {"UPDATE", ""}, {"COMMIT", ""}}, 1, 0},
+		{"mysql deadlock ends the block", true, []st{{"BEGIN", ""}, {"UPDATE", "40001"}, {"SELECT 1", ""},
+			{"BEGIN", ""}, {"UPDATE", ""}, {"COMMIT", ""}}, 2, 1},
+		{"postgres deadlock aborts the block", false, []st{{"BEGIN", ""}, {"UPDATE", "40P01"}, {"ROLLBACK", ""}}, 0, 0},
 	} {
-		var tx txState
-		n := 0
+		tx := txState{mysql: c.mysql}
+		n, ended := 0, 0
 		for _, s := range c.stmts {
-			if ok, _ := tx.step(txKindOf(s.text), s.failed, ""); ok {
+			ok, rb := tx.step(txKindOf(s.text), s.state, "")
+			if ok {
 				n++
 			}
+			if rb {
+				ended++
+			}
 		}
-		if n != c.commits {
-			t.Errorf("%s: %d transactions committed, want %d", c.name, n, c.commits)
+		if n != c.commits || ended != c.ended {
+			t.Errorf("%s: %d transactions committed, %d rolled back by the server; want %d, %d", c.name, n, ended, c.commits, c.ended)
 		}
 	}
 }

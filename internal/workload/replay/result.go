@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
-	"github.com/dbparity/dbparity/internal/engine"
 	"github.com/dbparity/dbparity/internal/metrics"
 )
 
@@ -65,6 +64,9 @@ type Result struct {
 	// ends the transaction without the client's ROLLBACK) where the
 	// replay's statement succeeded.
 	ServerRollbacks int64
+	// Retries counts the blocks the replay ran again after a deadlock
+	// or serialization failure the capture had not met.
+	Retries int64
 	// FromWire: the capture came from the wire (rows affected known).
 	FromWire bool
 	// Admin lists the statements skipped because they change the server
@@ -224,6 +226,9 @@ func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []boo
 			r.table[i] = capture.WrittenTable(text)
 		}
 	}
+	for s := range r.repTx {
+		r.repTx[s].mysql = c.Engine == capture.EngineMySQL
+	}
 	for _, f := range fps {
 		r.fps = append(r.fps, Fingerprint{Text: f, Capture: metrics.NewHistogram(), Replay: metrics.NewHistogram(),
 			SyncWait: metrics.NewHistogram()})
@@ -237,7 +242,7 @@ func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []boo
 			continue
 		}
 		r.res.Sessions++
-		var tx txState
+		tx := txState{mysql: c.Engine == capture.EngineMySQL}
 		var block []int // the statements of the open block
 		rolledBackBlock := func() {
 			for _, k := range block {
@@ -257,7 +262,7 @@ func newRecorder(c *capture.Capture, fps []string, fpOf, kinds []int, keep []boo
 			sc := &r.sessions[si]
 			kind := kinds[st.Text]
 			wasIn := tx.inBlock
-			committed, rolledBack := tx.step(kind, st.Error != nil, "")
+			committed, rolledBack := tx.step(kind, errState(st.Error), "")
 			if wasIn || tx.inBlock {
 				block = append(block, i)
 			}
@@ -323,11 +328,24 @@ func (r *recorder) sessionStarted() { r.mu.Lock(); r.active++; r.mu.Unlock() }
 func (r *recorder) sessionEnded()   { r.mu.Lock(); r.active--; r.mu.Unlock() }
 
 // serverRollback counts a transaction the replay rolled back as the
-// server had in the capture.
-func (r *recorder) serverRollback() {
+// server had in the capture, at session s's statement i: its block ends
+// there, rolled back as the capture's did, so that what its statements
+// did otherwise than captured changed nothing.
+func (r *recorder) serverRollback(s, i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.res.ServerRollbacks++
+	if r.repTx[s].inBlock {
+		r.repTx[s].step(txRollback, "", "")
+		r.settle(s, r.capBlockRB[[2]int{s, i}])
+	}
+}
+
+// retried counts a block run again after a deadlock the capture had not.
+func (r *recorder) retried() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Retries++
 }
 
 func (r *recorder) skipped(reason string) {
@@ -368,7 +386,7 @@ func (r *recorder) statement(c *capture.Capture, s, i int, took, lag, waited tim
 	kind := r.kinds[st.Text]
 	r.lastStmt[s] = i
 	wasIn := r.repTx[s].inBlock
-	committed, repRB := r.repTx[s].step(kind, engine.AbortsTransaction(err), tag)
+	committed, repRB := r.repTx[s].step(kind, got, tag)
 	if committed {
 		sc.txReplay++
 	}

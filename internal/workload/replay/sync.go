@@ -102,12 +102,12 @@ func commitPoints(c *capture.Capture, t texts) [][]bool {
 	out := make([][]bool, len(c.Sessions))
 	for s, ss := range c.Sessions {
 		out[s] = make([]bool, len(ss.Statements))
-		var tx txState
+		tx := txState{mysql: c.Engine == capture.EngineMySQL}
 		for i, st := range ss.Statements {
 			text := c.Texts[st.Text]
 			kind := t.kind[st.Text]
 			inBlock, blockFailed := tx.inBlock, tx.failed
-			committed, _ := tx.step(kind, st.Error != nil, "")
+			committed, _ := tx.step(kind, errState(st.Error), "")
 			switch {
 			case st.Error != nil:
 			case kind == txCommit:

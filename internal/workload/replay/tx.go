@@ -3,6 +3,8 @@ package replay
 import (
 	"strings"
 	"unicode"
+
+	"github.com/dbparity/dbparity/internal/capture"
 )
 
 // Kinds of transaction control statements.
@@ -72,20 +74,30 @@ func firstN(s string, n int) string {
 // txState follows one session's transaction blocks, in the capture or in
 // the replay, and counts transactions as the server does: a block that
 // committed, and every statement that succeeded outside a block
-// (autocommit). A failed statement aborts its block; ROLLBACK TO a
-// savepoint recovers it.
+// (autocommit). On PostgreSQL a failed statement aborts its block, and
+// ROLLBACK TO a savepoint recovers it; on MySQL and MariaDB (mysql set)
+// an error undoes its statement alone, but a deadlock (40001) rolls the
+// whole transaction back and ends the block.
 type txState struct {
 	inBlock, failed bool
+	mysql           bool
 }
 
-// step feeds one statement: what it is, whether it failed, and the
-// server's command tag ("" when unknown: the capture); it tells whether a
-// transaction committed with it, and whether it was a COMMIT that the
-// server answered with a rollback (its block had failed).
-func (t *txState) step(kind int, failed bool, tag string) (committed, rolledBack bool) {
-	if failed {
-		if t.inBlock {
+// step feeds one statement: what it is, its SQLSTATE when it failed (""
+// when it did not), and the server's command tag ("" when unknown: the
+// capture); it tells whether a transaction committed with it, and
+// whether it ended its block with a rollback the client did not ask for
+// (a COMMIT that the server answered with a rollback, its block having
+// failed; a MySQL deadlock).
+func (t *txState) step(kind int, state string, tag string) (committed, rolledBack bool) {
+	if state != "" {
+		switch {
+		case !t.inBlock:
+		case !t.mysql:
 			t.failed = true
+		case state == "40001":
+			t.inBlock, t.failed = false, false
+			return false, true
 		}
 		return false, false
 	}
@@ -110,4 +122,16 @@ func (t *txState) step(kind int, failed bool, tag string) (committed, rolledBack
 		return !t.inBlock, false
 	}
 	return false, false
+}
+
+// errState is a captured statement's SQLSTATE for txState.step: "" when
+// it succeeded, "?" when it failed with none known.
+func errState(e *capture.Error) string {
+	switch {
+	case e == nil:
+		return ""
+	case e.SQLState == "":
+		return "?"
+	}
+	return e.SQLState
 }
