@@ -36,6 +36,7 @@ const (
 	reasonMyCommand  = "protocol commands with nothing to replay (Prepare, Close stmt, Ping, Statistics...)"
 	reasonMyExecute  = "prepared statement executions replayed as text queries with the logged values (the binary protocol is not replayed)"
 	reasonMyOrphan   = "lines before the first command (a log that starts mid-statement)"
+	reasonMyEarly    = "entries before the log's first time stamp (a log truncated while written), given its time"
 	reasonMySecond   = "timestamps in whole seconds (MariaDB): statements within a second are spread evenly over it in log order"
 	reasonMyChange   = "COM_CHANGE_USER commands (the session goes on as its first user)"
 	reasonMyNoThread = "slow log entries without a thread id"
@@ -248,9 +249,15 @@ func readGeneral(lines *lineReader, path string, b *builder, k *mySink, opt Opti
 	var cur time.Time // the last time printed
 	second := false
 	var last *myEvent // the entry whose argument continues on the next lines
+	// The entries before the log's first time stamp (a log truncated or
+	// read from the middle of a second): held until it comes.
+	var early []*myEvent
 	for {
 		ln, n, err := lines.next()
 		if err == io.EOF {
+			for _, e := range early {
+				b.skip(Dropped, reasonTime, e.where)
+			}
 			return nil
 		}
 		where := path + ":" + strconv.Itoa(n)
@@ -292,11 +299,15 @@ func readGeneral(lines *lineReader, path string, b *builder, k *mySink, opt Opti
 				b.skip(Flagged, reasonMyLocal, where)
 			}
 			cur, second = t, whole
-		}
-		if cur.IsZero() {
-			b.skip(Dropped, reasonTime, where)
-			last = nil
-			continue
+			// The server writes a time stamp when the second changes:
+			// the entries before the first one came within it or
+			// earlier, and get its time, in their order.
+			for _, e := range early {
+				e.at, e.second = t, whole
+				k.add(*e)
+				b.skip(Flagged, reasonMyEarly, e.where)
+			}
+			early = nil
 		}
 		thread, _ := strconv.Atoi(m[2])
 		e := myEvent{thread: thread, at: cur, second: second, where: where}
@@ -325,7 +336,12 @@ func readGeneral(lines *lineReader, path string, b *builder, k *mySink, opt Opti
 			b.skip(Ignored, reasonMyCommand, where)
 			continue
 		}
-		added := k.add(e)
+		added := &e
+		if cur.IsZero() {
+			early = append(early, added)
+		} else {
+			added = k.add(e)
+		}
 		if e.kind == 'q' {
 			last = added
 		}

@@ -127,6 +127,43 @@ func TestMariaDBLogsWholeSeconds(t *testing.T) {
 	}
 }
 
+// A general log truncated while the server wrote it (or rotated by
+// copy) begins with entries that have no time stamp: the server wrote
+// theirs before the cut. They came within the first stamped second or
+// before it, and take its time in their order, flagged; none is lost.
+func TestGeneralLogBeginsUnstamped(t *testing.T) {
+	general := "\t\t     3 Query\tUPDATE t SET k = k + 1\nWHERE id = 1\n" +
+		"\t\t     4 Query\tSELECT 2\n" +
+		"261124  9:00:00\t     3 Query\tCOMMIT\n" +
+		"\t\t     4 Quit\t\n" +
+		"261124  9:00:01\t     3 Query\tSELECT 3\n"
+	c, err := Parse([]string{writeLog(t, "g.log", general)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sessions) != 2 || c.Statements() != 4 {
+		t.Fatalf("%d sessions, %d statements; want 2, 4\n%s", len(c.Sessions), c.Statements(), c.Summary())
+	}
+	var texts []string
+	for _, st := range c.Sessions[0].Statements {
+		texts = append(texts, c.Texts[st.Text])
+	}
+	if got := strings.Join(texts, "|"); got != "UPDATE t SET k = k + 1\nWHERE id = 1|COMMIT|SELECT 3" {
+		t.Errorf("session of thread 3: %q", got)
+	}
+	if want := time.Date(2026, 11, 24, 9, 0, 0, 0, time.Local).UTC(); !c.Start.Equal(want) {
+		t.Errorf("start %s, want %s: the first stamp's second", c.Start, want)
+	}
+	if s := c.Summary(); !strings.Contains(s, "2 entries before the log's first time stamp") || strings.Contains(s, "without a readable timestamp") {
+		t.Errorf("summary:\n%s", s)
+	}
+	// With no stamp at all, they have no time: dropped, and counted.
+	c, err = Parse([]string{writeLog(t, "g.log", "\t\t     3 Query\tSELECT 2\n\t\t     3 Query\tSELECT 1\n")}, Options{})
+	if err == nil && (c.Statements() != 0 || !strings.Contains(c.Summary(), "2 messages without a readable timestamp")) {
+		t.Errorf("a log without a stamp: %d statements\n%s", c.Statements(), c.Summary())
+	}
+}
+
 // dbparity's own sessions (a collector on PostgreSQL by its
 // application_name, one on MariaDB by the marker it sends first) are
 // left out of a capture and counted; the workload's are kept.
