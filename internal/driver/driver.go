@@ -87,9 +87,12 @@ type Config struct {
 	// (default metrics.DefaultSeriesPoints): past it, adjacent points merge.
 	SeriesPoints int
 	// Ready, if set, is called once every session is connected, before the
-	// clock starts; the run starts when it returns. Several runs driven at
-	// once (one per target) meet there, so their windows coincide.
-	Ready func(ctx context.Context) error
+	// clock starts; the run starts when it returns, at the instant it
+	// returns when that is not zero (and not in the future): several runs
+	// driven at once (one per target) meet there and are given one
+	// instant, so that their windows coincide however late each of them
+	// is scheduled after the meeting.
+	Ready func(ctx context.Context) (time.Time, error)
 	// Rate, when above 0, makes the run open-loop: transactions arrive at
 	// Rate per second for the whole run (Arrival: Uniform or Poisson,
 	// drawn from Seed) and whichever session is free takes the next one.
@@ -281,8 +284,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var startAt time.Time
 	if cfg.Ready != nil {
-		if err := cfg.Ready(ctx); err != nil {
+		var err error
+		if startAt, err = cfg.Ready(ctx); err != nil {
 			for _, c := range conns {
 				c.Close()
 			}
@@ -311,6 +316,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		series: metrics.NewSeries(cfg.SeriesPoints)}
 	res := m.res
 	res.Start = time.Now()
+	if !startAt.IsZero() && startAt.Before(res.Start) {
+		res.Start = startAt
+	}
 	if cfg.Rate > 0 {
 		if r.sched, err = newSchedule(cfg.Rate, cfg.Arrival, cfg.Seed, res.Start); err != nil {
 			for _, c := range conns {
@@ -324,7 +332,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	m.measureCPU = m.startCPU
 	// Phase changes run on their own timer, not on the tick, so the measured
 	// window lasts what was asked to within timer precision.
-	phaseTimer := time.NewTimer(cfg.Warmup)
+	phaseTimer := time.NewTimer(time.Until(res.Start.Add(cfg.Warmup)))
 	m.wake = startWakeProbe()
 	defer m.wake.result() // stops it
 	if cfg.Warmup <= 0 {

@@ -216,7 +216,7 @@ func TestThinkTime(t *testing.T) {
 		NewWorker: func(int) workload.Worker { return &thinker{} },
 		Connect:   func(context.Context) (engine.Conn, error) { return &fakeConn{}, nil }}
 	var ready atomic.Int32
-	cfg.Ready = func(context.Context) error { ready.Add(1); return nil }
+	cfg.Ready = func(context.Context) (time.Time, error) { ready.Add(1); return time.Time{}, nil }
 	start := time.Now()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -246,9 +246,29 @@ func TestThinkTime(t *testing.T) {
 
 func TestReadyErrorStopsTheRun(t *testing.T) {
 	cfg := config("", nil)
-	cfg.Ready = func(context.Context) error { return errors.New("another target failed") }
+	cfg.Ready = func(context.Context) (time.Time, error) { return time.Time{}, errors.New("another target failed") }
 	if _, err := Run(context.Background(), cfg); err == nil || err.Error() != "another target failed" {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Runs that meet at Ready are given one instant: each starts then, and
+// its warm-up ends that long after it, however late its own goroutine
+// went on after the meeting (here an instant 1 s before Run: the window
+// opens 1.2 s after it, not 1.2 s after Run went on).
+func TestReadyGivesTheStart(t *testing.T) {
+	cfg := config("", nil)
+	cfg.Warmup, cfg.Duration = 1200*time.Millisecond, 100*time.Millisecond
+	at := time.Now().Add(-time.Second)
+	cfg.Ready = func(context.Context) (time.Time, error) { return at, nil }
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The timer may fire late on a busy machine, never early; 2.2 s
+	// without the instant given.
+	if d := res.MeasureStart.Sub(at); !res.Start.Equal(at) || d < cfg.Warmup || d > 1900*time.Millisecond {
+		t.Errorf("start %v after the instant given, window %v after it; want 0 and 1.2 s", res.Start.Sub(at), d)
 	}
 }
 

@@ -155,25 +155,27 @@ type barrier struct {
 	waiting int
 	err     error
 	open    chan struct{}
+	at      time.Time // when the last one arrived: every target's start
 }
 
 func newBarrier(n int) *barrier { return &barrier{waiting: n, open: make(chan struct{})} }
 
-func (b *barrier) wait(ctx context.Context) error {
+func (b *barrier) wait(ctx context.Context) (time.Time, error) {
 	b.mu.Lock()
 	b.waiting--
 	if b.waiting == 0 && b.err == nil {
+		b.at = time.Now()
 		close(b.open)
 	}
 	b.mu.Unlock()
 	select {
 	case <-b.open:
 	case <-ctx.Done():
-		return ctx.Err()
+		return time.Time{}, ctx.Err()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.err
+	return b.at, b.err
 }
 
 func (b *barrier) fail(err error) {

@@ -346,14 +346,16 @@ func runOnce(ctx context.Context, t *opened, o RunOptions, serverVersion string)
 		journal: journal,
 	}
 	if o.Part != nil {
-		h.ready = func(ctx context.Context) error {
+		h.ready = func(ctx context.Context) (time.Time, error) {
 			s, err := o.Part.wait(ctx, t, o.Faults.withDefaults().StatementTimeout, func(m string) { fmt.Fprintln(o.Stderr, m) })
 			r.Part = partRecord(o.Part, o.Users, o.partIDs, s)
 			if err == nil {
 				// How the start was agreed (the clock offset merge uses).
 				err = journal.Append(result.JournalEntry{Part: r.Part})
 			}
-			return err
+			// Each part's own start: a late process's window starts late,
+			// which merge sees and flags.
+			return time.Time{}, err
 		}
 	}
 	r, runErr, err := drive(ctx, t, o, r, h)
@@ -397,7 +399,7 @@ type hooks struct {
 	// journal, if set, receives the series and checkpoints as they come.
 	journal *result.Journal
 	// ready, if set, holds the start until every target is connected.
-	ready func(context.Context) error
+	ready func(context.Context) (time.Time, error)
 	// gate, if set, is the run's turn in a sliced round (ab --slice).
 	gate *driver.Gate
 }
