@@ -147,12 +147,16 @@ type play struct {
 	// for it, and one given its first value reserves none, which would
 	// leave the table's counter lower than the capture's.
 	insertLike []bool
-	start      time.Time
+	// errorsKnown: the capture holds its statements' errors (a wire
+	// capture, PostgreSQL's logs), so that one without is one that
+	// succeeded.
+	errorsKnown bool
+	start       time.Time
 }
 
 func newPlay(o Options) *play {
 	c := o.Capture
-	p := &play{o: o, c: c, live: newLiveState(len(c.Sessions)), keep: make([]bool, len(c.Sessions))}
+	p := &play{o: o, c: c, live: newLiveState(len(c.Sessions)), keep: make([]bool, len(c.Sessions)), errorsKnown: c.ErrorsKnown()}
 	fpIndex := map[string]int{}
 	var fps []string
 	for _, text := range c.Texts {
@@ -491,9 +495,12 @@ const maxRetries = 3
 // captured statement succeeded: the server ended the replay's
 // transaction for an order of lock requests the capture did not have
 // (two sessions' requests that cross; which of them the server picks as
-// the victim depends on which closes the cycle).
+// the victim depends on which closes the cycle). Only a capture that
+// holds its errors can say the statement succeeded: MySQL's and
+// MariaDB's logs hold none, and a client's own retry of a deadlocked
+// transaction is in them, which a replay's retry would apply twice.
 func (p *play) retriable(st *capture.Statement, err error) bool {
-	if err == nil || st.Error != nil {
+	if err == nil || st.Error != nil || !p.errorsKnown {
 		return false
 	}
 	switch sqlState(err) {
