@@ -415,17 +415,13 @@ func roundTripCost(t *testing.T, e managed.Engine) {
 		rise[m.name], loss[m.name] = far.meanMs-near.meanMs, 1-far.tps/near.tps
 		// The report's share of a transaction's time the round trips
 		// took: at least the floor's with the link. Whether it grew is
-		// logged: it is a share of the mean, which the server's part
-		// moves too. What the delay adds is the round trips' time a
-		// transaction, by its count × the delay at least, where the run
-		// without it measured a quiet least round trip (below half the
-		// delay): with a second suite beside, 20 empty queries took
-		// 0.79 ms at least without the delay once, as long as with it.
+		// logged, not asserted: it is a share of a mean that the server's
+		// part moves too, and the least round trip without the delay is
+		// itself bent by a busy host (0.79 ms once beside a second
+		// suite, as long as with the delay; 0.21 ms another time, where a
+		// quiet host measures 0.08).
 		if far.share < floor/far.meanMs*0.99 {
 			t.Errorf("%s: round trips' share %.0f%% with the delay, below its floor's %.0f%%", m.name, 100*far.share, 100*floor/far.meanMs)
-		}
-		if grew := far.rtPerTx*far.rtMs - near.rtPerTx*near.rtMs; near.rtMs < addedMs/2 && grew < floor*0.99 {
-			t.Errorf("%s: a transaction's round trips took %.3f ms more with the delay, below its floor of %.3f ms", m.name, grew, floor)
 		}
 		// No user can finish more than one transaction per floor: the
 		// throughput with the delay is capped whatever the machine does.

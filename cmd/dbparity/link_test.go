@@ -82,21 +82,15 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 		t.Errorf("round trip across the link %.3f ms, below its %v each way", rt, oneWay)
 	}
 	// Order-entry's transactions take several round trips: across the
-	// link each costs the link's round trip at least, in the report's
-	// share of a transaction's time too. Whether that share grows is
-	// logged, not asserted: it is a share of the mean, which the server's
-	// part moves as well (on a quiet machine the round trips take most of
-	// it; with a second suite beside, the mean across the link was 63 ms
-	// and the share 15% on both sides). What does not bend: the round
-	// trips' time a transaction grows by the link's cost at least, where
-	// the near run's least round trip was a quiet one (under the link's).
+	// link each costs the link's round trip at least (above), in the
+	// report's share of a transaction's time too. Whether that share
+	// grows is logged, not asserted: it is a share of the mean, which the
+	// server's part moves as well (on a quiet machine the round trips
+	// take most of it; with a second suite beside, the mean across the
+	// link was 63 ms and the share 15% on both sides).
 	rtt := 2 * oneWay.Seconds() * 1000
-	s, n := far.Summarize(), near.Summarize()
-	if s.RoundTripsPerTx < 2 || s.RoundTripShare < s.RoundTripsPerTx*rtt/meanMs(far)*0.99 {
+	if s := far.Summarize(); s.RoundTripsPerTx < 2 || s.RoundTripShare < s.RoundTripsPerTx*rtt/meanMs(far)*0.99 {
 		t.Errorf("across the link: %.1f round trips per transaction, %.0f%% of its time, mean %.2f ms", s.RoundTripsPerTx, 100*s.RoundTripShare, meanMs(far))
-	}
-	if grew := s.RoundTripsPerTx*s.RoundTripMs - n.RoundTripsPerTx*n.RoundTripMs; n.RoundTripMs < rtt/2 && grew < s.RoundTripsPerTx*rtt*0.99 {
-		t.Errorf("a transaction's round trips took %.2f ms more across the link, below its %.1f round trips × %.1f ms", grew, s.RoundTripsPerTx, rtt)
 	}
 	for _, r := range []*result.Run{near, far} {
 		s := r.Summarize()

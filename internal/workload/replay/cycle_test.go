@@ -426,3 +426,21 @@ func TestFindCycle(t *testing.T) {
 		t.Errorf("a released wait still closed the cycle: %+v", path)
 	}
 }
+
+// A writer is given the replay's answer time to reach its locks before
+// the others' writers follow it: 1 ms at least (a quiet host answers in
+// less), the moving mean of the answers on a slow one, 20 ms at most (a
+// lock wait's answer says nothing of the host).
+func TestSettleFollowsAnswers(t *testing.T) {
+	var y syncer
+	for _, c := range []struct {
+		took, want time.Duration
+	}{{50 * time.Microsecond, settleAfter}, {8 * time.Millisecond, 8 * time.Millisecond}, {time.Second, maxSettle}} {
+		for range 400 {
+			y.observe(c.took)
+		}
+		if got := y.settle(); got < c.want*95/100 || got > c.want*105/100 {
+			t.Errorf("answers of %v: settle %v, want %v", c.took, got, c.want)
+		}
+	}
+}

@@ -433,6 +433,9 @@ func (p *play) session(ctx context.Context, i int) {
 			tag, err = p.retry(ctx, conn, i, blockStart, next, err)
 		}
 		took := p.live.end(i)
+		if p.sync != nil && err == nil {
+			p.sync.observe(took)
+		}
 		if ctx.Err() != nil && err != nil {
 			// Cancelled by the stop: neither the capture's outcome nor a
 			// new one, so not recorded as either.
@@ -660,6 +663,9 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 			w = waited
 		}
 		p.rec.statement(p.c, s, j, took, lag, w, tag, err, "")
+		if p.sync != nil && err == nil {
+			p.sync.observe(took)
+		}
 		p.completed(s, j)
 		if k+1 < len(idx) && !retried { // after a retry the batch is over
 			p.live.begin(s, idx[k+1])

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbparity/dbparity/internal/capture"
@@ -64,6 +65,9 @@ type syncer struct {
 	// connEvt is, per session, the place of the event that creates its
 	// database, which it waits for before it connects; -1 for none.
 	connEvt []int
+	// answer is a moving mean of the statements' answer times (ns, each
+	// at most maxSettle): what a writer is given to reach its locks.
+	answer atomic.Int64
 }
 
 type stmtRef struct{ s, i int }
@@ -388,15 +392,37 @@ func (y *syncer) complete(s, i int) { y.mark(s, i, true) }
 // overtake it on its way to them).
 func (y *syncer) issued(s, i int) {
 	if y.writer != nil && y.writer[s][i] {
-		time.AfterFunc(settleAfter, func() { y.mark(s, i, false) })
+		time.AfterFunc(y.settle(), func() { y.mark(s, i, false) })
 		return
 	}
 	y.mark(s, i, false)
 }
 
-// settleAfter is how long a writer is at the server before the others'
-// writers may follow it.
-const settleAfter = time.Millisecond
+// settleAfter is how long a writer is at the server at least before the
+// others' writers may follow it; as long as the replay's statements take
+// to be answered when that is longer, up to maxSettle. On a saturated
+// host a writer sent waits for a CPU before it reaches its locks: with a
+// second test suite beside, a hot row's UPDATE sent 1 ms after another's
+// overtook it (the row's last writer then differed from the capture's).
+const (
+	settleAfter = time.Millisecond
+	maxSettle   = 20 * time.Millisecond
+)
+
+// settle is how long a writer sent now is given to reach its locks.
+func (y *syncer) settle() time.Duration {
+	return max(settleAfter, time.Duration(y.answer.Load()))
+}
+
+// observe adds a statement's answer time (from its send to its answer,
+// at most maxSettle: a lock wait says nothing of the host's speed) to
+// the moving mean settle reads. Sessions that observe at once may lose
+// one another's sample: a mean for a timer, not a count.
+func (y *syncer) observe(took time.Duration) {
+	took = min(took, maxSettle)
+	old := y.answer.Load()
+	y.answer.Store(old + (int64(took)-old)/32)
+}
 
 func (y *syncer) mark(s, i int, done bool) {
 	k := y.pos[s][i]
