@@ -217,6 +217,17 @@ func checkHostFigures(t *testing.T, h *testhost.Host, e managed.Engine, src stri
 		t.Fatalf("%s: the readings inside (%d, %v to %v) do not span the window %v to %v", src, len(readings),
 			readings[0].At, readings[len(readings)-1].At, w.From, w.To)
 	}
+	// Each edge of the window is stamped within its reading's round
+	// trip, which a loaded host stretches past 100 ms (the sql source's
+	// tx bytes 6% under, alone beside a benchmark): a figure must lie
+	// within its margin of what was counted inside over the window
+	// narrowed and widened by edgeSlack at each end.
+	const edgeSlack = 150 * time.Millisecond
+	narrow, okN := readings.Between(w.From.Add(edgeSlack), w.To.Add(-edgeSlack))
+	wide, okW := readings.Between(w.From.Add(-edgeSlack), w.To.Add(edgeSlack))
+	if !okN || !okW {
+		narrow, wide = in, in
+	}
 	// Network: the result's interfaces are the host's (lo, which
 	// node_exporter's figures leave out, and eth0), none of the
 	// driver's, and its eth0 carried what the host's eth0 counted.
@@ -238,17 +249,6 @@ func checkHostFigures(t *testing.T, h *testhost.Host, e managed.Engine, src stri
 		got := testhost.NetDelta{RxBytes: n.RxMBPerS * mib * w.IntervalS, RxPackets: n.RxPacketsPerS * w.IntervalS,
 			TxBytes: n.TxMBPerS * mib * w.IntervalS, TxPackets: n.TxPacketsPerS * w.IntervalS}
 		want := in.Nets["eth0"]
-		// Each edge of the window is stamped within its reading's round
-		// trip, which a loaded host stretches past 100 ms (the sql
-		// source's tx bytes 6% under, alone beside a benchmark): the
-		// figure must lie within 5% of the traffic inside over the window
-		// narrowed and widened by edgeSlack at each end.
-		const edgeSlack = 150 * time.Millisecond
-		narrow, okN := readings.Between(w.From.Add(edgeSlack), w.To.Add(-edgeSlack))
-		wide, okW := readings.Between(w.From.Add(-edgeSlack), w.To.Add(edgeSlack))
-		if !okN || !okW {
-			narrow, wide = in, in
-		}
 		lo, hi := narrow.Nets["eth0"], wide.Nets["eth0"]
 		for _, c := range []struct {
 			what              string
@@ -303,9 +303,17 @@ func checkHostFigures(t *testing.T, h *testhost.Host, e managed.Engine, src stri
 		t.Errorf("%s: no server CPU (warnings %q)", src, r.Warnings)
 	} else {
 		gotS := *w.ServerCPUCores * w.IntervalS
-		t.Logf("%s: server CPU %.3f s over the window, inside %.3f s (%+.1f%%)", src, gotS, in.ServerCPUS, 100*(gotS/in.ServerCPUS-1))
-		if in.ServerCPUS <= 0 || math.Abs(gotS-in.ServerCPUS) > 0.10*in.ServerCPUS+0.03 {
-			t.Errorf("%s: server CPU %.3f s, inside %.3f s: more than 10%% apart", src, gotS, in.ServerCPUS)
+		lo, hi := narrow.ServerCPUS, wide.ServerCPUS
+		t.Logf("%s: server CPU %.3f s over the window, inside %.3f s (%+.1f%%; %.3f to %.3f with the edges %s either way)",
+			src, gotS, in.ServerCPUS, 100*(gotS/in.ServerCPUS-1), lo, hi, edgeSlack)
+		// Within 10% of the CPU counted inside over the same window, its
+		// edges moved as above: the server's CPU comes in bursts (its
+		// backends' start, the run's last commits), and once with a
+		// second suite beside it used 0.14 s of the window, 0.27 s
+		// counted from outside.
+		if in.ServerCPUS <= 0 || gotS < 0.9*lo-0.03 || gotS > 1.1*hi+0.03 {
+			t.Errorf("%s: server CPU %.3f s, inside %.3f s (%.3f to %.3f with its edges %s either way): more than 10%% outside",
+				src, gotS, in.ServerCPUS, lo, hi, edgeSlack)
 		}
 		// On its one CPU, at most the window.
 		if gotS > (float64(len(h.CPUs))+0.05)*w.IntervalS {
