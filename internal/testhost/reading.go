@@ -89,8 +89,21 @@ const clockTicks = 100
 // serverCPU sums utime, stime, cutime and cstime over the processes
 // under proc named comm: a server's processes reap only each other, so
 // each process's time counts once, while it runs in its own fields and
-// after it ended in its parent's.
+// after it ended in its parent's. A process that exited between the
+// listing and the reading of its stat file, its parent's line read
+// before, would be in neither: such a reading is taken again, up to
+// three times (its parent has reaped it by then).
 func serverCPU(proc, comm string) (secs float64, procs int) {
+	for range 3 {
+		var vanished int
+		if secs, procs, vanished = serverCPUOnce(proc, comm); vanished == 0 {
+			break
+		}
+	}
+	return secs, procs
+}
+
+func serverCPUOnce(proc, comm string) (secs float64, procs, vanished int) {
 	ents, _ := os.ReadDir(proc)
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
@@ -98,6 +111,7 @@ func serverCPU(proc, comm string) (secs float64, procs int) {
 		}
 		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
 		if err != nil {
+			vanished++
 			continue
 		}
 		s := string(b)
@@ -117,7 +131,7 @@ func serverCPU(proc, comm string) (secs float64, procs int) {
 		secs += float64(ticks) / clockTicks
 		procs++
 	}
-	return secs, procs
+	return secs, procs, vanished
 }
 
 // statusField is one field of a /proc/PID/status file.
