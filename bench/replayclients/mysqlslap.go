@@ -29,17 +29,30 @@ func (b *bench) mysqlslapMariaDB(name string) *row {
 		r.failed = firstLine(err.Error())
 		return r
 	}
-	// mysqlslap takes a number of queries, not a time: its 8 clients made
-	// about 2,400 a second between them here (61,004 statements in 25 s
-	// at load average 20), so a capture of about the duration asked on a
-	// loaded host, shorter on a quiet one.
-	queries := strconv.Itoa(max(1000, int(b.o.duration/time.Second)*2400))
-	recs, err := b.loggedMariaDB(dir, m, "slap", "mysqlslap", r, func() error {
+	// mysqlslap takes a number of queries, not a time, and its rate moves
+	// fivefold with the host's load (2,400 a second at load average 20,
+	// 12,300 on a quiet host): a first run, not captured, measures it, so
+	// that the captured one lasts about the duration asked.
+	run := func(queries int) error {
 		return b.command(b.clientLimit(b.o.duration), filepath.Join(dir, "client.log"), dir, nil, slap,
 			"-uslap", "-pslap", "-h127.0.0.1", "-P"+strconv.Itoa(m.inst.Port), "--concurrency=8", "--iterations=1",
-			"--number-of-queries="+queries, "--auto-generate-sql", "--auto-generate-sql-load-type=mixed",
+			"--number-of-queries="+strconv.Itoa(queries), "--auto-generate-sql", "--auto-generate-sql-load-type=mixed",
 			"--auto-generate-sql-add-autoincrement", "--auto-generate-sql-write-number=1000", "--no-drop", "--create-schema=slap")
-	})
+	}
+	const probe = 5000
+	t0 := time.Now()
+	if err := run(probe); err != nil {
+		r.failed = firstLine(err.Error())
+		return r
+	}
+	rate := probe / time.Since(t0).Seconds()
+	if err := m.exec(b.ctx, "DROP DATABASE IF EXISTS slap"); err != nil {
+		r.failed = firstLine(err.Error())
+		return r
+	}
+	queries := max(1000, int(rate*b.o.duration.Seconds()))
+	logf("%s: %.0f queries a second in a first run of %d: %d for %s", name, rate, probe, queries, b.o.duration)
+	recs, err := b.loggedMariaDB(dir, m, "slap", "mysqlslap", r, func() error { return run(queries) })
 	if err != nil {
 		r.failed = firstLine(err.Error())
 		logf("%s: recording failed: %v", name, err)
