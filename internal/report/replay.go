@@ -56,7 +56,7 @@ func replayText(w io.Writer, r *result.Run, o Options) error {
 		fmt.Fprintf(w, "; %d rolled back by the replay where a deadlock had rolled them back in the capture", n)
 	}
 	if n := rp.Retries; n > 0 {
-		fmt.Fprintf(w, "; %d run again from their BEGIN after a deadlock the capture had not met", n)
+		fmt.Fprintf(w, "; blocks run again from their BEGIN %d times after a deadlock the capture had not met", n)
 	}
 	fmt.Fprintln(w)
 	if l := rp.Lag; l != nil {

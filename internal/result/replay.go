@@ -54,9 +54,10 @@ type Replay struct {
 	// the server had rolled them back in the capture (a MySQL deadlock)
 	// and the replay's statement succeeded.
 	ServerRollbacks int64 `json:"server_rollbacks,omitempty"`
-	// Retries: transaction blocks the replay ran again, from their
-	// BEGIN, after a deadlock or serialization failure the capture had
-	// not met (the server chose another victim than in the capture).
+	// Retries: how many times the replay ran a transaction block again,
+	// from its BEGIN, after a deadlock or serialization failure the
+	// capture had not met (the server chose another victim than in the
+	// capture).
 	Retries  int64 `json:"retries,omitempty"`
 	FromWire bool  `json:"from_wire,omitempty"`
 	// Admin are the statements skipped because they change the server

@@ -521,7 +521,7 @@ func (p *play) retriable(st *capture.Statement, err error) bool {
 // the transactions' weight, then which closed the cycle). The earlier
 // statements' outcomes stay those already recorded; j's is returned:
 // the last try's, or first when a statement before it failed otherwise
-// than captured. At most maxRetries tries; each is counted.
+// than captured. At most maxRetries tries; each try is counted.
 func (p *play) retry(ctx context.Context, conn engine.ReplayConn, s, b, j int, first error) (string, error) {
 	sts := p.c.Sessions[s].Statements
 	tag, err := "", first
@@ -644,7 +644,8 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 	retryK, retryTook, retryErr, retried := -1, time.Duration(0), error(nil), false
 	record := func(k int, tag string, err error, took time.Duration) {
 		j := idx[k]
-		if !retried && blockStart >= 0 && blockStart <= j && p.retriable(&sts[j], err) && ctx.Err() == nil {
+		inside := blockStart >= 0 && blockStart < j && blockAfter(true, p.kinds[sts[j].Text]) // not its BEGIN or its end
+		if !retried && inside && p.retriable(&sts[j], err) && ctx.Err() == nil {
 			retryK, retryTook, retryErr = k, took, err
 			return
 		}

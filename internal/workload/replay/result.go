@@ -64,8 +64,8 @@ type Result struct {
 	// ends the transaction without the client's ROLLBACK) where the
 	// replay's statement succeeded.
 	ServerRollbacks int64
-	// Retries counts the blocks the replay ran again after a deadlock
-	// or serialization failure the capture had not met.
+	// Retries counts the times the replay ran a block again after a
+	// deadlock or serialization failure the capture had not met.
 	Retries int64
 	// FromWire: the capture came from the wire (rows affected known).
 	FromWire bool
