@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -58,20 +58,23 @@ func replayFrozen(t *testing.T, tg Target, inst *managed.Instance, engine string
 	defer cancel()
 	out := filepath.Join(dir, "r.json")
 	var buf bytesBuffer
-	// The server freezes 1.2 s after the replay said it began (its
-	// sessions connect then), Ctrl-C comes 3.5 s after: timed from the
-	// start of the command, a loaded host froze the server while the
-	// replay still described the database, before there was a replay.
+	// The server freezes once the replay's progress shows a statement
+	// replayed (its session connected and went on), Ctrl-C comes 2.3 s
+	// after, once the next statement, due every 0.5 s, stalled. Timed
+	// from the command's start, a loaded host froze the server while
+	// the replay still described the database; timed 1.2 s from
+	// "replaying", while its session was still connecting.
 	cancelled := make(chan time.Time, 1)
+	replayed := regexp.MustCompile(`\b[1-9][0-9]*/40 statements`)
 	go func() {
-		for !strings.Contains(buf.String(), "replaying ") {
+		for !replayed.MatchString(buf.String()) {
 			if ctx.Err() != nil {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		time.AfterFunc(1200*time.Millisecond, func() { signal(syscall.SIGSTOP) })
-		time.AfterFunc(3500*time.Millisecond, func() { cancelled <- time.Now(); cancel() }) // Ctrl-C, once a statement stalled
+		signal(syscall.SIGSTOP)
+		time.AfterFunc(2300*time.Millisecond, func() { cancelled <- time.Now(); cancel() }) // Ctrl-C, once a statement stalled
 	}()
 	start := time.Now()
 	err := Replay(ctx, ReplayOptions{Common: Common{Target: tg, Stdout: &buf, Stderr: &buf}, Capture: capFile, Speed: 1,
