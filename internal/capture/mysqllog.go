@@ -244,13 +244,19 @@ func reportProgress(opt Options, path string, lr *logReader, n int) {
 	}
 }
 
+// maxEarly bounds the entries held before a general log's first time
+// stamp.
+const maxEarly = 1 << 16
+
 // readGeneral reads a general query log.
 func readGeneral(lines *lineReader, path string, b *builder, k *mySink, opt Options, lr *logReader) error {
 	var cur time.Time // the last time printed
 	second := false
 	var last *myEvent // the entry whose argument continues on the next lines
 	// The entries before the log's first time stamp (a log truncated or
-	// read from the middle of a second): held until it comes.
+	// read from the middle of a second): held until it comes, at most
+	// maxEarly of them (the server stamps every second it logs in; past
+	// that, a log without stamps, whose entries have no time).
 	var early []*myEvent
 	for {
 		ln, n, err := lines.next()
@@ -337,10 +343,13 @@ func readGeneral(lines *lineReader, path string, b *builder, k *mySink, opt Opti
 			continue
 		}
 		added := &e
-		if cur.IsZero() {
-			early = append(early, added)
-		} else {
+		switch {
+		case !cur.IsZero():
 			added = k.add(e)
+		case len(early) < maxEarly:
+			early = append(early, added)
+		default:
+			b.skip(Dropped, reasonTime, where)
 		}
 		if e.kind == 'q' {
 			last = added

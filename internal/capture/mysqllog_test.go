@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+// sessionTexts is the texts of session i's statements, in order.
+func sessionTexts(c *Capture, i int) []string {
+	var texts []string
+	for _, st := range c.Sessions[i].Statements {
+		texts = append(texts, c.Texts[st.Text])
+	}
+	return texts
+}
+
 func writeLog(t *testing.T, name, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -44,10 +53,7 @@ func TestMySQLGeneralLog(t *testing.T) {
 		t.Fatalf("engine %q, %d sessions\n%s", c.Engine, len(c.Sessions), c.Summary())
 	}
 	s := c.Sessions[0]
-	var texts []string
-	for _, st := range s.Statements {
-		texts = append(texts, c.Texts[st.Text])
-	}
+	texts := sessionTexts(c, 0)
 	want := []string{"SELECT 1", "SELECT * FROM t WHERE id = 5", "UPDATE t\nSET v = 'a\tb'\nWHERE id = 5", "USE `other`"}
 	if strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Errorf("statements %q, want %q", texts, want)
@@ -144,11 +150,7 @@ func TestGeneralLogBeginsUnstamped(t *testing.T) {
 	if len(c.Sessions) != 2 || c.Statements() != 4 {
 		t.Fatalf("%d sessions, %d statements; want 2, 4\n%s", len(c.Sessions), c.Statements(), c.Summary())
 	}
-	var texts []string
-	for _, st := range c.Sessions[0].Statements {
-		texts = append(texts, c.Texts[st.Text])
-	}
-	if got := strings.Join(texts, "|"); got != "UPDATE t SET k = k + 1\nWHERE id = 1|COMMIT|SELECT 3" {
+	if got := strings.Join(sessionTexts(c, 0), "|"); got != "UPDATE t SET k = k + 1\nWHERE id = 1|COMMIT|SELECT 3" {
 		t.Errorf("session of thread 3: %q", got)
 	}
 	if want := time.Date(2026, 11, 24, 9, 0, 0, 0, time.Local).UTC(); !c.Start.Equal(want) {
@@ -157,10 +159,21 @@ func TestGeneralLogBeginsUnstamped(t *testing.T) {
 	if s := c.Summary(); !strings.Contains(s, "2 entries before the log's first time stamp") || strings.Contains(s, "without a readable timestamp") {
 		t.Errorf("summary:\n%s", s)
 	}
+	// At most maxEarly are held: the rest have no time (a log that
+	// stamps nothing for that long is not one the server wrote whole).
+	var long strings.Builder
+	for range maxEarly + 2 {
+		long.WriteString("\t\t     3 Query\tSELECT 2\n")
+	}
+	long.WriteString("261124  9:00:00\t     3 Query\tSELECT 1\n")
+	c, err = Parse([]string{writeLog(t, "g.log", long.String())}, Options{})
+	if err != nil || c.Statements() != maxEarly+1 || !strings.Contains(c.Summary(), "2 messages without a readable timestamp") {
+		t.Errorf("%d entries before the first stamp: %v, %d statements\n%s", maxEarly+2, err, c.Statements(), c.Summary())
+	}
 	// With no stamp at all, they have no time: dropped, and counted.
 	c, err = Parse([]string{writeLog(t, "g.log", "\t\t     3 Query\tSELECT 2\n\t\t     3 Query\tSELECT 1\n")}, Options{})
-	if err == nil && (c.Statements() != 0 || !strings.Contains(c.Summary(), "2 messages without a readable timestamp")) {
-		t.Errorf("a log without a stamp: %d statements\n%s", c.Statements(), c.Summary())
+	if err != nil || c.Statements() != 0 || !strings.Contains(c.Summary(), "2 messages without a readable timestamp") {
+		t.Errorf("a log without a stamp: %v\n%s", err, c.Summary())
 	}
 }
 
