@@ -83,8 +83,10 @@ func TestFrozenWindowFigures(t *testing.T) {
 
 			// Point 1: each rate of the load profile against the same rate
 			// over the time it covers, which must be the unfrozen part of
-			// the window up to its last reading before the freeze (a tick
-			// of the series and the sessions' flushes: under 1.7 s). The
+			// the window up to its last reading before the freeze: at most
+			// two ticks of a second before it, as the reading of the tick
+			// before the freeze may still be unanswered when the server
+			// stops (1.8 s once, with a second suite beside). The
 			// series are integrated over exactly that time, a partly
 			// covered interval in proportion: with hogs beside the test a
 			// second's rate moves by 10% and more.
@@ -93,7 +95,7 @@ func TestFrozenWindowFigures(t *testing.T) {
 				t.Fatalf("no load profile; warnings %q", r.Warnings)
 			}
 			start := r.MeasureStart.Sub(r.Start).Seconds()
-			if lp.Seconds > sentAt.Sub(r.MeasureStart).Seconds()+0.05 || lp.Seconds < froze-1.7 {
+			if lp.Seconds > sentAt.Sub(r.MeasureStart).Seconds()+0.05 || lp.Seconds < froze-2.0 {
 				t.Errorf("the profile covers %.2f s of the window, frozen %.2f s into it: want its last reading before the freeze", lp.Seconds, froze)
 			}
 			cut := start + lp.Seconds
