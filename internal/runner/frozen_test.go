@@ -132,22 +132,27 @@ func TestFrozenWindowFigures(t *testing.T) {
 				return *l.PerSecond, true
 			}
 			// Issue 48: within 10%, with a CPU hog on every core beside the
-			// test.
-			near := func(what string, got, want float64) {
+			// test; the transactions also within those the sessions may
+			// have in flight at either edge, counted on the server's side
+			// of it and not the driver's or the other way (a suite beside
+			// and a benchmark: 8 transactions/s, 48 in the time covered,
+			// and 8 in flight are 17%).
+			near := func(what string, got, want, slack float64) {
 				t.Logf("%s: %.3f/s in the profile, %.3f/s over the time it covers", what, got, want)
-				if math.Abs(got-want) > 0.10*want {
-					t.Errorf("%s: %.3f/s in the load profile, %.3f/s over the unfrozen part of the window it covers: more than 10%% apart", what, got, want)
+				if math.Abs(got-want) > (0.10+slack)*want {
+					t.Errorf("%s: %.3f/s in the load profile, %.3f/s over the unfrozen part of the window it covers: more than %.0f%% apart",
+						what, got, want, 100*(0.10+slack))
 				}
 			}
 			t.Logf("profile over %.2f s (%s); driver: %.0f transactions in %.2f s", lp.Seconds, lp.Note, txs, secs)
 			if got, ok := rate("Transactions"); !ok || secs == 0 {
 				t.Errorf("no transactions rate (%v) or no unfrozen driver interval (%v s)", ok, secs)
 			} else {
-				near("transactions", got, txs/secs)
+				near("transactions", got, txs/secs, 2*users/max(txs, 1))
 			}
 			if got, ok := rate("DB CPU"); ok {
 				if cpuSecs > 0 {
-					near("DB CPU", got, cpu/cpuSecs)
+					near("DB CPU", got, cpu/cpuSecs, 0)
 				}
 				if got > float64(runtime.NumCPU())*1.05 {
 					t.Errorf("DB CPU %.2f s/s on %d CPUs", got, runtime.NumCPU())
