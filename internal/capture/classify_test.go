@@ -1,6 +1,10 @@
 package capture
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode"
+)
 
 func TestCopyFromStdin(t *testing.T) {
 	for text, want := range map[string]string{
@@ -125,6 +129,37 @@ func TestMaskSecrets(t *testing.T) {
 	} {
 		if got := MaskSecrets(text); got != want {
 			t.Errorf("MaskSecrets(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// words reads a statement's first n words as splitting it whole would,
+// and stops there: each word in upper case, separated by white space
+// (Unicode's too) and ';', after leading comments.
+func TestWordsFirstN(t *testing.T) {
+	whole := func(s string) []string {
+		var out []string
+		for _, f := range strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == ';' }) {
+			out = append(out, strings.ToUpper(f))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		text, rest string // rest: the text after its leading comments
+	}{
+		{"select 1", "select 1"},
+		{"  insert\tinto t;values (1);;", "insert\tinto t;values (1);;"},
+		{"-- a comment\n/* another */ update t\u00a0set a = 'é' ; commit", "update t\u00a0set a = 'é' ; commit"},
+		{";;;", ";;;"},
+		{"", ""},
+		{"   \n\t", ""},
+	} {
+		all := whole(c.rest)
+		for n := 1; n <= len(all)+1; n++ {
+			want := all[:min(n, len(all))]
+			if got := words(c.text, n); strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+				t.Errorf("words(%q, %d) = %q, want %q", c.text, n, got, want)
+			}
 		}
 	}
 }

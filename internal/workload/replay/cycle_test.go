@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -427,20 +428,76 @@ func TestFindCycle(t *testing.T) {
 	}
 }
 
-// A writer is given the replay's answer time to reach its locks before
-// the others' writers follow it: 1 ms at least (a quiet host answers in
-// less), the moving mean of the answers on a slow one, 20 ms at most (a
-// lock wait's answer says nothing of the host).
+// A writer is given twice the reads' mean answer time to reach its locks
+// before the others' writers follow it, 0.2 ms at least, 20 ms at most (a
+// lock wait's answer says nothing of the host); with no read answered
+// yet, every statement's mean answer time, 1 ms at least. The writers'
+// own answers (their lock waits and log flushes) do not move it once
+// reads are answered.
 func TestSettleFollowsAnswers(t *testing.T) {
-	var y syncer
+	const read, write = 0, 1
+	y := syncer{writes: []bool{false, true}}
 	for _, c := range []struct {
+		text       int
 		took, want time.Duration
-	}{{50 * time.Microsecond, settleAfter}, {8 * time.Millisecond, 8 * time.Millisecond}, {time.Second, maxSettle}} {
+	}{
+		{write, 50 * time.Microsecond, settleAfter},
+		{write, 8 * time.Millisecond, 8 * time.Millisecond},
+		{read, 50 * time.Microsecond, minSettle},
+		{write, 15 * time.Millisecond, minSettle},
+		{read, 3 * time.Millisecond, 6 * time.Millisecond},
+		{read, time.Second, maxSettle},
+	} {
 		for range 400 {
-			y.observe(c.took)
+			y.observe(c.text, c.took)
 		}
 		if got := y.settle(); got < c.want*95/100 || got > c.want*105/100 {
-			t.Errorf("answers of %v: settle %v, want %v", c.took, got, c.want)
+			t.Errorf("answers of %v (text %d): settle %v, want %v", c.took, c.text, got, c.want)
 		}
+	}
+}
+
+// An INSERT that only adds the rows it gives is sent at once after the
+// writers that arrived before it, without settling, and later writers do
+// not wait for it to settle: no writer queues behind it. Writers that
+// change or lock rows still settle, and an INSERT that may change a row
+// (REPLACE, ON DUPLICATE KEY UPDATE, ON CONFLICT) or reads rows (INSERT
+// ... SELECT) is one of them.
+func TestPlainInsertsDoNotSettle(t *testing.T) {
+	for text, want := range map[string]bool{
+		"INSERT INTO t1 VALUES (1, 'a'), (2, 'b')":                       true,
+		"insert into t1 (a) values (1)":                                  true,
+		"  (INSERT IGNORE INTO t1 SET a = 1)":                            true,
+		"INSERT INTO t1 VALUES (1) ON DUPLICATE KEY UPDATE a = a + 1":    false,
+		"insert into t1 values (1) on conflict (id) do update set a = 2": false,
+		"REPLACE INTO t1 VALUES (1)":                                     false,
+		"INSERT INTO t1 SELECT * FROM t2":                                false,
+		"UPDATE t1 SET a = 1 WHERE id = 2":                               false,
+		"DELETE FROM t1 WHERE id = 2":                                    false,
+		"SELECT 'INSERT INTO t1 VALUES (1)'":                             false,
+	} {
+		if got := newRowsOnly(text); got != want {
+			t.Errorf("newRowsOnly(%q) = %v, want %v", text, got, want)
+		}
+	}
+	// A general log's capture: statements with no duration, in line order.
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &capture.Capture{Format: capture.Format, Engine: capture.EngineMySQL, Start: t0, End: t0.Add(ms(10)), ErrorsUnknown: true,
+		Texts: []string{"INSERT INTO t1 VALUES (1)", "UPDATE t1 SET a = 1 WHERE id = 1", "REPLACE INTO t1 VALUES (2)", "SELECT a FROM t1"},
+		Sessions: []capture.Session{
+			{ID: "a", Start: 0, End: ms(10), Statements: []capture.Statement{{Offset: ms(1), Text: 0, Seq: 1}, {Offset: ms(3), Text: 2, Seq: 3}}},
+			{ID: "b", Start: 0, End: ms(10), Statements: []capture.Statement{{Offset: ms(2), Text: 1, Seq: 2}, {Offset: ms(4), Text: 3, Seq: 4}}},
+		}}
+	y := newSyncer(c, SyncCommit)
+	if y.writer == nil {
+		t.Fatal("a general log's writers are not ordered")
+	}
+	if want := [][]bool{{false, true}, {true, false}}; !reflect.DeepEqual(y.writer, want) {
+		t.Errorf("writers that settle %v, want %v", y.writer, want)
+	}
+	// The INSERT is still an event of the order: the UPDATE that arrived
+	// after it is sent once it has been.
+	if y.pos[0][0] < 0 || y.needSent[1][0] <= y.pos[0][0] {
+		t.Errorf("the UPDATE needs %d events sent, the INSERT is event %d", y.needSent[1][0], y.pos[0][0])
 	}
 }

@@ -434,7 +434,7 @@ func (p *play) session(ctx context.Context, i int) {
 		}
 		took := p.live.end(i)
 		if p.sync != nil && err == nil {
-			p.sync.observe(took)
+			p.sync.observe(st.Text, took)
 		}
 		if ctx.Err() != nil && err != nil {
 			// Cancelled by the stop: neither the capture's outcome nor a
@@ -665,7 +665,7 @@ func (p *play) sendBatch(ctx context.Context, conn engine.ReplayConn, s int, idx
 		}
 		p.rec.statement(p.c, s, j, took, lag, w, tag, err, "")
 		if p.sync != nil && err == nil {
-			p.sync.observe(took)
+			p.sync.observe(sts[j].Text, took)
 		}
 		p.completed(s, j)
 		if k+1 < len(idx) && !retried { // after a retry the batch is over

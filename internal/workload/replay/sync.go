@@ -65,9 +65,15 @@ type syncer struct {
 	// connEvt is, per session, the place of the event that creates its
 	// database, which it waits for before it connects; -1 for none.
 	connEvt []int
-	// answer is a moving mean of the statements' answer times (ns, each
-	// at most maxSettle): what a writer is given to reach its locks.
-	answer atomic.Int64
+	// writes is, per capture text, whether it may write or lock
+	// (capture.Writes): a read's answer time is how long a statement
+	// takes to reach its rows, a writer's also what it waited for locks
+	// and its commit's log flush.
+	writes []bool
+	// readAnswer and answer are moving means of the reads' and of every
+	// statement's answer times (ns, each at most maxSettle): what a
+	// writer is given to reach its locks (settle).
+	readAnswer, answer atomic.Int64
 }
 
 type stmtRef struct{ s, i int }
@@ -137,14 +143,17 @@ type texts struct {
 	// creates is the database a CREATE DATABASE (MySQL's CREATE SCHEMA
 	// too) makes, "" for other texts.
 	creates []string
+	// newRows marks the INSERTs that only add rows (newRowsOnly).
+	newRows []bool
 }
 
 func classify(c *capture.Capture) texts {
 	n := len(c.Texts)
-	t := texts{kind: make([]int, n), writes: make([]bool, n), ddl: make([]bool, n), creates: make([]string, n)}
+	t := texts{kind: make([]int, n), writes: make([]bool, n), ddl: make([]bool, n), creates: make([]string, n), newRows: make([]bool, n)}
 	mysql := c.Engine == capture.EngineMySQL
 	for i, text := range c.Texts {
 		t.kind[i], t.writes[i], t.ddl[i] = txKindOf(text), capture.Writes(text), capture.DDL(text)
+		t.newRows[i] = t.writes[i] && newRowsOnly(text)
 		if t.ddl[i] {
 			if verb, name, _, _ := capture.Database(text, mysql); verb == "CREATE" {
 				t.creates[i] = name
@@ -152,6 +161,33 @@ func classify(c *capture.Capture) texts {
 		}
 	}
 	return t
+}
+
+// newRowsOnly tells an INSERT of rows given in the statement (VALUES or
+// SET), without ON DUPLICATE KEY UPDATE or ON CONFLICT: it adds rows and
+// changes none, so no other session's writer queues behind it for a row
+// (the rows it adds are seen by others once it commits, which the
+// commit order keeps). A REPLACE deletes the rows it collides with, and
+// an INSERT ... SELECT locks what it reads (MySQL's statement-based
+// binary log makes it so): both are writers like any other.
+func newRowsOnly(text string) bool {
+	head := strings.TrimLeft(firstN(text, 16), " \t\r\n(")
+	return containsFold(firstN(head, 6), "INSERT") && capture.InsertLike(text) &&
+		!containsFold(text, "DUPLICATE") && !containsFold(text, "CONFLICT") && !capture.InsertSelect(text)
+}
+
+// containsFold tells whether s holds word (upper case ASCII) in any case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := 0
+		for j < len(word) && s[i+j]&^0x20 == word[j] {
+			j++
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
 }
 
 func commitPrepared(text string) bool {
@@ -207,7 +243,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	}
 	var all []ref
 	y := &syncer{need: make([][]int, len(c.Sessions)), needSent: make([][]int, len(c.Sessions)),
-		pos: make([][]int, len(c.Sessions)), waiters: map[*waiter]bool{}}
+		pos: make([][]int, len(c.Sessions)), waiters: map[*waiter]bool{}, writes: classes.writes}
 	for s, ss := range c.Sessions {
 		y.need[s], y.needSent[s], y.pos[s] = make([]int, len(ss.Statements)), make([]int, len(ss.Statements)), make([]int, len(ss.Statements))
 		for i, st := range ss.Statements {
@@ -257,7 +293,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 		for s, ss := range c.Sessions {
 			y.writer[s] = make([]bool, len(ss.Statements))
 			for i, st := range ss.Statements {
-				y.writer[s][i] = points[s][i] && classes.kind[st.Text] == txOther && classes.writes[st.Text]
+				y.writer[s][i] = points[s][i] && classes.kind[st.Text] == txOther && classes.writes[st.Text] && !classes.newRows[st.Text]
 			}
 		}
 	}
@@ -387,9 +423,9 @@ func (y *syncer) complete(s, i int) { y.mark(s, i, true) }
 // issued marks statement i of session s sent to the server.
 //
 // A writer of a log written as statements arrive counts as sent only
-// once it has settled: answered, or at the server for settleAfter,
-// since it is then queued for its locks (and another sent at once might
-// overtake it on its way to them).
+// once it has settled: answered, or at the server for settle, since it
+// is then queued for its locks (and another sent at once might overtake
+// it on its way to them).
 func (y *syncer) issued(s, i int) {
 	if y.writer != nil && y.writer[s][i] {
 		time.AfterFunc(y.settle(), func() { y.mark(s, i, false) })
@@ -398,30 +434,57 @@ func (y *syncer) issued(s, i int) {
 	y.mark(s, i, false)
 }
 
-// settleAfter is how long a writer is at the server at least before the
-// others' writers may follow it; as long as the replay's statements take
-// to be answered when that is longer, up to maxSettle. On a saturated
-// host a writer sent waits for a CPU before it reaches its locks: with a
-// second test suite beside, a hot row's UPDATE sent 1 ms after another's
-// overtook it (the row's last writer then differed from the capture's).
+// A writer is given twice the replay's reads' mean answer time to reach
+// its locks, at least minSettle, before the others' writers may follow
+// it: a read's answer (sent, parsed, planned, its rows reached and
+// returned) takes longer than a writer's way to its rows, and grows with
+// the host's load as that way does. Before any read was answered, and
+// in a replay with no reads, it is given the mean answer time of all
+// statements, at least settleAfter. At most maxSettle either way: a
+// lock wait says nothing of the host's speed.
+//
+// On a saturated host a writer sent waits for a CPU before it reaches
+// its locks: with a second test suite beside, a hot row's UPDATE sent
+// 1 ms after another's overtook it (the row's last writer then differed
+// from the capture's). On a quiet one a fixed 1 ms was what made the
+// writers of a MariaDB general log one after another slower than their
+// capture (sysbench 1.20x, mysqlslap 2.30x): point reads answer there
+// in about 0.1 ms.
 const (
+	minSettle   = 200 * time.Microsecond
 	settleAfter = time.Millisecond
 	maxSettle   = 20 * time.Millisecond
 )
 
 // settle is how long a writer sent now is given to reach its locks.
 func (y *syncer) settle() time.Duration {
+	if r := time.Duration(y.readAnswer.Load()); r > 0 {
+		return min(max(minSettle, 2*r), maxSettle)
+	}
 	return max(settleAfter, time.Duration(y.answer.Load()))
 }
 
-// observe adds a statement's answer time (from its send to its answer,
-// at most maxSettle: a lock wait says nothing of the host's speed) to
-// the moving mean settle reads. Sessions that observe at once may lose
-// one another's sample: a mean for a timer, not a count.
-func (y *syncer) observe(took time.Duration) {
+// observe adds the answer time of a statement of capture text text (from
+// its send to its answer, at most maxSettle) to the moving means settle
+// reads. Sessions that observe at once may lose one another's sample: a
+// mean for a timer, not a count.
+func (y *syncer) observe(text int, took time.Duration) {
 	took = min(took, maxSettle)
-	old := y.answer.Load()
-	y.answer.Store(old + (int64(took)-old)/32)
+	ewma(&y.answer, took)
+	if text >= 0 && text < len(y.writes) && !y.writes[text] {
+		ewma(&y.readAnswer, took)
+	}
+}
+
+// ewma moves the mean m by a 32nd of the way to took; its first sample
+// is taken whole.
+func ewma(m *atomic.Int64, took time.Duration) {
+	old := m.Load()
+	if old == 0 {
+		m.Store(max(int64(took), 1))
+		return
+	}
+	m.Store(old + (int64(took)-old)/32)
 }
 
 func (y *syncer) mark(s, i int, done bool) {
