@@ -436,7 +436,7 @@ func TestFindCycle(t *testing.T) {
 // reads are answered.
 func TestSettleFollowsAnswers(t *testing.T) {
 	const read, write = 0, 1
-	y := syncer{writes: []bool{false, true}}
+	y := syncer{reads: []bool{true, false}}
 	for _, c := range []struct {
 		text       int
 		took, want time.Duration
@@ -483,7 +483,7 @@ func TestPlainInsertsDoNotSettle(t *testing.T) {
 	// A general log's capture: statements with no duration, in line order.
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := &capture.Capture{Format: capture.Format, Engine: capture.EngineMySQL, Start: t0, End: t0.Add(ms(10)), ErrorsUnknown: true,
-		Texts: []string{"INSERT INTO t1 VALUES (1)", "UPDATE t1 SET a = 1 WHERE id = 1", "REPLACE INTO t1 VALUES (2)", "SELECT a FROM t1"},
+		Texts: []string{"INSERT INTO t1 VALUES (1)", "UPDATE t1 SET a = 1 WHERE id = 1", "REPLACE INTO t1 VALUES (2)", "SELECT a FROM t1", "COMMIT"},
 		Sessions: []capture.Session{
 			{ID: "a", Start: 0, End: ms(10), Statements: []capture.Statement{{Offset: ms(1), Text: 0, Seq: 1}, {Offset: ms(3), Text: 2, Seq: 3}}},
 			{ID: "b", Start: 0, End: ms(10), Statements: []capture.Statement{{Offset: ms(2), Text: 1, Seq: 2}, {Offset: ms(4), Text: 3, Seq: 4}}},
@@ -494,6 +494,11 @@ func TestPlainInsertsDoNotSettle(t *testing.T) {
 	}
 	if want := [][]bool{{false, true}, {true, false}}; !reflect.DeepEqual(y.writer, want) {
 		t.Errorf("writers that settle %v, want %v", y.writer, want)
+	}
+	// The settle is read from the SELECT's answers: not the writers', nor
+	// a COMMIT's (its log flush).
+	if want := []bool{false, false, false, true, false}; !reflect.DeepEqual(y.reads, want) {
+		t.Errorf("texts whose answers settle reads %v, want %v", y.reads, want)
 	}
 	// The INSERT is still an event of the order: the UPDATE that arrived
 	// after it is sent once it has been.

@@ -65,11 +65,11 @@ type syncer struct {
 	// connEvt is, per session, the place of the event that creates its
 	// database, which it waits for before it connects; -1 for none.
 	connEvt []int
-	// writes is, per capture text, whether it may write or lock
-	// (capture.Writes): a read's answer time is how long a statement
-	// takes to reach its rows, a writer's also what it waited for locks
-	// and its commit's log flush.
-	writes []bool
+	// reads marks the capture texts that neither write nor lock
+	// (capture.Writes) nor end a transaction: a read's answer time is how
+	// long a statement takes to reach its rows, a writer's also what it
+	// waited for locks, and a COMMIT's its log flush.
+	reads []bool
 	// readAnswer and answer are moving means of the reads' and of every
 	// statement's answer times (ns, each at most maxSettle): what a
 	// writer is given to reach its locks (settle).
@@ -243,7 +243,10 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	}
 	var all []ref
 	y := &syncer{need: make([][]int, len(c.Sessions)), needSent: make([][]int, len(c.Sessions)),
-		pos: make([][]int, len(c.Sessions)), waiters: map[*waiter]bool{}, writes: classes.writes}
+		pos: make([][]int, len(c.Sessions)), waiters: map[*waiter]bool{}, reads: make([]bool, len(c.Texts))}
+	for i := range y.reads {
+		y.reads[i] = classes.kind[i] == txOther && !classes.writes[i]
+	}
 	for s, ss := range c.Sessions {
 		y.need[s], y.needSent[s], y.pos[s] = make([]int, len(ss.Statements)), make([]int, len(ss.Statements)), make([]int, len(ss.Statements))
 		for i, st := range ss.Statements {
@@ -471,7 +474,7 @@ func (y *syncer) settle() time.Duration {
 func (y *syncer) observe(text int, took time.Duration) {
 	took = min(took, maxSettle)
 	ewma(&y.answer, took)
-	if text >= 0 && text < len(y.writes) && !y.writes[text] {
+	if text >= 0 && text < len(y.reads) && y.reads[text] {
 		ewma(&y.readAnswer, took)
 	}
 }
