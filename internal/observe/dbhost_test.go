@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbparity/dbparity/internal/collect/disclose"
+	"github.com/dbparity/dbparity/internal/collect/ostat"
 	"github.com/dbparity/dbparity/internal/engine"
 )
 
@@ -49,5 +51,63 @@ func TestLocalOnlyHere(t *testing.T) {
 			t.Errorf("%s (--db-pid %d): --db-host local gave %q, %v", c.raw, c.pid, hc.Name, err)
 		}
 		tg.Close()
+	}
+}
+
+// silentHost is a database host whose readings never answer (a frozen
+// server read through with --db-host sql).
+type silentHost struct{}
+
+func (silentHost) Name() string { return "sql" }
+func (silentHost) Read(ctx context.Context) (*ostat.Snapshot, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (silentHost) Disclose(context.Context, string) (disclose.HostInfo, *disclose.StorageInfo) {
+	return disclose.HostInfo{}, nil
+}
+func (silentHost) Close() error { return nil }
+
+// A database host reading that does not answer is a failure the run's
+// warnings name: when it times out, and when the run ends while it had
+// waited half its timeout (the run may fail on the same silence first: a
+// second suite beside delayed the reading past the run's end). One the
+// run's end cuts sooner is not.
+func TestHostReadingCutByTheEnd(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		endAt   time.Duration // 0: the run goes on; < 0: it had ended
+		failed  string        // what the failure says, "" none
+	}{
+		{"timed out", 200 * time.Millisecond, 0, "deadline exceeded"},
+		// A timer late by up to 0.8 s still cuts it before its timeout.
+		{"cut after half its timeout", 2 * time.Second, 1200 * time.Millisecond, "no answer in 1."},
+		{"cut at once", 2 * time.Second, -1, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ob := &Observer{timeout: c.timeout, errs: map[string]*collectorError{}}
+			h := &hostSource{ob: ob, src: silentHost{}, name: "sql"}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch {
+			case c.endAt < 0:
+				cancel()
+			case c.endAt > 0:
+				time.AfterFunc(c.endAt, cancel)
+			}
+			h.mu.Lock()
+			s := h.read(ctx, "os")
+			h.mu.Unlock()
+			e := ob.errs["os (sql)"]
+			switch {
+			case s != nil:
+				t.Errorf("a reading from a host that never answered: %+v", s)
+			case c.failed == "" && e != nil:
+				t.Errorf("a reading cut at once reported: %s", e.first)
+			case c.failed != "" && (e == nil || !strings.Contains(e.first, c.failed)):
+				t.Errorf("failure %+v, want one saying %q", e, c.failed)
+			}
+		})
 	}
 }

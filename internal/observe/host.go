@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dbparity/dbparity/internal/collect/dbhost"
 	"github.com/dbparity/dbparity/internal/collect/disclose"
@@ -157,9 +158,18 @@ func (h *hostSource) read(ctx context.Context, kind string) *ostat.Snapshot {
 	}
 	rctx, cancel := context.WithTimeout(ctx, h.ob.timeout)
 	defer cancel()
+	began := time.Now()
 	s, err := h.src.Read(rctx)
 	if err != nil {
-		if ctx.Err() == nil {
+		// A reading cut by the run's end is no failure, unless it had
+		// waited half its timeout by then: a server that stopped
+		// answering (--db-host sql reads through it) holds each reading
+		// until its timeout, and the run may fail on that same silence
+		// first.
+		if waited := time.Since(began); ctx.Err() == nil || waited >= h.ob.timeout/2 {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("no answer in %.1f s when the run ended", waited.Seconds())
+			}
 			h.ob.fail(kind+" ("+h.name+")", err)
 		}
 		if h.local {

@@ -210,7 +210,10 @@ func TestSamplerSeesLockWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Samples < 10 || w.Samples > 40 { // 30 on an idle machine; a busy one delays ticks
+	// 30 on an idle machine; a busy one delays ticks (9 with a second
+	// suite beside at load 26): what is asserted is that it samples, and
+	// not faster than its interval.
+	if w.Samples < 5 || w.Samples > 40 {
 		t.Errorf("%d sampling rounds in 600 ms at 20 ms", w.Samples)
 	}
 	if len(w.Events) == 0 || w.Events[0].Class != "Lock" || w.Events[0].Event != "relation" || w.Events[0].PctDBTime < 90 {
