@@ -84,9 +84,11 @@ func TestFrozenWindowFigures(t *testing.T) {
 			// Point 1: each rate of the load profile against the same rate
 			// over the time it covers, which must be the unfrozen part of
 			// the window up to its last reading before the freeze: at most
-			// two ticks of a second before it, as the reading of the tick
+			// three ticks of a second before it, as the reading of the tick
 			// before the freeze may still be unanswered when the server
-			// stops (1.8 s once, with a second suite beside). The
+			// stops, and a busy host's readings may take longer than a
+			// tick (1.8 s and 2.5 s before it, with a second suite
+			// beside). The
 			// series are integrated over exactly that time, a partly
 			// covered interval in proportion: with hogs beside the test a
 			// second's rate moves by 10% and more.
@@ -95,7 +97,7 @@ func TestFrozenWindowFigures(t *testing.T) {
 				t.Fatalf("no load profile; warnings %q", r.Warnings)
 			}
 			start := r.MeasureStart.Sub(r.Start).Seconds()
-			if lp.Seconds > sentAt.Sub(r.MeasureStart).Seconds()+0.05 || lp.Seconds < froze-2.0 {
+			if lp.Seconds > sentAt.Sub(r.MeasureStart).Seconds()+0.05 || lp.Seconds < froze-3.0 {
 				t.Errorf("the profile covers %.2f s of the window, frozen %.2f s into it: want its last reading before the freeze", lp.Seconds, froze)
 			}
 			cut := start + lp.Seconds

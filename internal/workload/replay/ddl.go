@@ -57,13 +57,21 @@ func ddlEvents(c *capture.Capture, t texts) [][]bool {
 // a log written as they end, one logged before this one ended (a DDL
 // that waited for this statement's transaction ended after it); without
 // the log's order, one that ended by this one's start.
-func ddlPrefix(c *capture.Capture, events [][]bool, pos [][]int) func(capture.Statement) int {
+//
+// A statement outside a transaction block (free) of a log written as
+// statements arrive waits for every DDL that arrived before it: its
+// session holds no lock then that the DDL could have waited for, so
+// waiting cannot close a circle, and the DDL's session may send its next
+// statement long after (an application that creates a table, then lets
+// other sessions fill it: they failed on a table not yet made when the
+// CREATE TABLE took 55 ms on a busy host).
+func ddlPrefix(c *capture.Capture, events [][]bool, pos [][]int) func(st capture.Statement, free bool) int {
 	type ddl struct {
 		v     int64 // before a statement whose threshold exceeds it
 		place int   // one past its place in end order
 	}
 	seq, start := sequenced(c), startLogged(c)
-	var list []ddl
+	var list, arrived []ddl
 	for s, ss := range c.Sessions {
 		for i, st := range ss.Statements {
 			if !events[s][i] || pos[s][i] < 0 {
@@ -76,34 +84,43 @@ func ddlPrefix(c *capture.Capture, events [][]bool, pos [][]int) func(capture.St
 				if i+1 < len(ss.Statements) {
 					v = ss.Statements[i+1].Seq
 				}
+				arrived = append(arrived, ddl{st.Seq, pos[s][i] + 1})
 			case seq:
 				v = st.Seq
 			}
 			list = append(list, ddl{v, pos[s][i] + 1})
 		}
 	}
-	if len(list) == 0 {
-		return func(capture.Statement) int { return 0 }
-	}
-	sort.Slice(list, func(a, b int) bool { return list[a].v < list[b].v })
-	// most[k] is the latest place among the first k+1.
-	most := make([]int, len(list))
-	for k, d := range list {
-		most[k] = d.place
-		if k > 0 {
-			most[k] = max(most[k], most[k-1])
+	// prefix is the need of a statement of threshold th among ddls.
+	prefix := func(ddls []ddl) func(th int64) int {
+		sort.Slice(ddls, func(a, b int) bool { return ddls[a].v < ddls[b].v })
+		// most[k] is the latest place among the first k+1.
+		most := make([]int, len(ddls))
+		for k, d := range ddls {
+			most[k] = d.place
+			if k > 0 {
+				most[k] = max(most[k], most[k-1])
+			}
+		}
+		return func(th int64) int {
+			k := sort.Search(len(ddls), func(k int) bool { return ddls[k].v >= th })
+			if k == 0 {
+				return 0
+			}
+			return most[k-1]
 		}
 	}
-	return func(st capture.Statement) int {
+	ended, began := prefix(list), prefix(arrived)
+	return func(st capture.Statement, free bool) int {
 		th := int64(st.Offset) + 1 // ended by its start
 		if seq {
 			th = st.Seq
 		}
-		k := sort.Search(len(list), func(k int) bool { return list[k].v >= th })
-		if k == 0 {
-			return 0
+		n := ended(th)
+		if free {
+			n = max(n, began(th))
 		}
-		return most[k-1]
+		return n
 	}
 }
 

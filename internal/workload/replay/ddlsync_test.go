@@ -198,3 +198,40 @@ func TestDDLSkewedStatementOrderEnds(t *testing.T) {
 		t.Fatalf("err %v, %d of %d replayed", err, r.Replayed, c.Statements())
 	}
 }
+
+// In a general log (lines as statements arrive), a statement outside a
+// transaction block waits for the DDL that arrived before it, though the
+// DDL's session sent its next statement only later: a creates a table,
+// b and c fill it, and only then a creates another. One inside a block
+// waits only for DDL the log proves ended (its session may hold a lock
+// the DDL waited for).
+func TestGeneralLogInsertsWaitForTheTable(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := func(at, text int, seq int64) capture.Statement {
+		return capture.Statement{Offset: ms(at), Text: text, Seq: seq}
+	}
+	c := &capture.Capture{Format: capture.Format, Engine: capture.EngineMySQL, Start: t0, End: t0.Add(ms(20)), ErrorsUnknown: true,
+		Texts: []string{"CREATE TABLE appdb.t1 (id int)", "INSERT INTO t1 VALUES (1)", "CREATE TABLE appdb.t2 (id int)", "BEGIN", "COMMIT"},
+		Sessions: []capture.Session{
+			{ID: "a", Start: 0, End: ms(20), Statements: []capture.Statement{st(1, 0, 1), st(9, 2, 9)}},
+			{ID: "b", Start: 0, End: ms(20), Statements: []capture.Statement{st(2, 1, 2), st(3, 1, 3)}},
+			{ID: "c", Start: 0, End: ms(20), Statements: []capture.Statement{st(4, 3, 4), st(5, 1, 5), st(6, 4, 6)}},
+		}}
+	for _, mode := range []string{SyncCommit, SyncNone} {
+		y := newSyncer(c, mode)
+		create := y.pos[0][0]
+		if create < 0 {
+			t.Fatalf("%s: the CREATE TABLE is no event", mode)
+		}
+		for i := range 2 {
+			if y.need[1][i] <= create {
+				t.Errorf("%s: b's INSERT %d needs %d events complete, the CREATE TABLE is event %d", mode, i, y.need[1][i], create)
+			}
+		}
+		// c's INSERT in its block: the log does not prove the CREATE TABLE
+		// ended before it (a's next line comes after).
+		if y.need[2][1] > create && mode == SyncNone {
+			t.Errorf("%s: c's INSERT inside its block waits for the CREATE TABLE (needs %d, it is %d)", mode, y.need[2][1], create)
+		}
+	}
+}

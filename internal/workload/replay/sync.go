@@ -306,6 +306,13 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 	// only for events placed before its own session's next event, so
 	// along any chain of waits the places fall.
 	for s, ss := range c.Sessions {
+		// free marks the statements sent outside a transaction block.
+		free := make([]bool, len(ss.Statements))
+		tx := txState{mysql: c.Engine == capture.EngineMySQL}
+		for i, st := range ss.Statements {
+			free[i] = !tx.inBlock
+			tx.step(classes.kind[st.Text], errState(st.Error), "")
+		}
 		// next is the place of the session's own next event: a statement
 		// never waits for itself or for what its session does later.
 		next := len(all)
@@ -315,7 +322,7 @@ func newSyncer(c *capture.Capture, mode string) *syncer {
 			}
 			st := ss.Statements[i]
 			// The DDL captured before it, whatever the mode.
-			ddl := min(ddlNeed(st), next)
+			ddl := min(ddlNeed(st, free[i]), next)
 			switch mode {
 			case SyncNone:
 				y.need[s][i], y.needSent[s][i] = ddl, ddl
