@@ -71,9 +71,10 @@ type syncer struct {
 	// waited for locks, and a COMMIT's its log flush.
 	reads []bool
 	// readAnswer and answer are moving means of the reads' and of every
-	// statement's answer times (ns, each at most maxSettle): what a
-	// writer is given to reach its locks (settle).
-	readAnswer, answer atomic.Int64
+	// statement's answer times (ns, each at most maxSettle), readDev the
+	// reads' mean deviation from theirs: what a writer is given to reach
+	// its locks (settle).
+	readAnswer, readDev, answer atomic.Int64
 }
 
 type stmtRef struct{ s, i int }
@@ -444,18 +445,23 @@ func (y *syncer) issued(s, i int) {
 	y.mark(s, i, false)
 }
 
-// A writer is given twice the replay's reads' mean answer time to reach
-// its locks, at least minSettle, before the others' writers may follow
-// it: a read's answer (sent, parsed, planned, its rows reached and
-// returned) takes longer than a writer's way to its rows, and grows with
-// the host's load as that way does. Before any read was answered, and
-// in a replay with no reads, it is given the mean answer time of all
-// statements, at least settleAfter. At most maxSettle either way: a
-// lock wait says nothing of the host's speed.
+// A writer is given the time by which a read sent with it would almost
+// surely have been answered: twice the replay's reads' mean answer time,
+// or that mean and four times their mean deviation from it when longer
+// (TCP's retransmission timeout, RFC 6298), at least minSettle, before
+// the others' writers may follow it. A read's answer (sent, parsed,
+// planned, its rows reached and returned) takes longer than a writer's
+// way to its rows, and grows with the host's load as that way does; on
+// a saturated host the way's tail is long, and the deviation follows it.
+// Before any read was answered, and in a replay with no reads, it is
+// given the mean answer time of all statements, at least settleAfter.
+// At most maxSettle either way: a lock wait says nothing of the host's
+// speed.
 //
 // On a saturated host a writer sent waits for a CPU before it reaches
 // its locks: with a second test suite beside, a hot row's UPDATE sent
-// 1 ms after another's overtook it (the row's last writer then differed
+// 1 ms after another's overtook it, and one sent twice the reads' mean
+// after (no deviation counted) too (the row's last writer then differed
 // from the capture's). On a quiet one a fixed 1 ms was what made the
 // writers of a MariaDB general log one after another slower than their
 // capture (sysbench 1.20x, mysqlslap 2.30x): point reads answer there
@@ -469,7 +475,8 @@ const (
 // settle is how long a writer sent now is given to reach its locks.
 func (y *syncer) settle() time.Duration {
 	if r := time.Duration(y.readAnswer.Load()); r > 0 {
-		return min(max(minSettle, 2*r), maxSettle)
+		dev := time.Duration(y.readDev.Load())
+		return min(max(minSettle, 2*r, r+4*dev), maxSettle)
 	}
 	return max(settleAfter, time.Duration(y.answer.Load()))
 }
@@ -480,21 +487,31 @@ func (y *syncer) settle() time.Duration {
 // mean for a timer, not a count.
 func (y *syncer) observe(text int, took time.Duration) {
 	took = min(took, maxSettle)
-	ewma(&y.answer, took)
+	ewma(&y.answer, took, 32)
 	if text >= 0 && text < len(y.reads) && y.reads[text] {
-		ewma(&y.readAnswer, took)
+		if mean := y.readAnswer.Load(); mean > 0 {
+			ewma(&y.readDev, time.Duration(abs(int64(took)-mean)), 4)
+		}
+		ewma(&y.readAnswer, took, 8)
 	}
 }
 
-// ewma moves the mean m by a 32nd of the way to took; its first sample
-// is taken whole.
-func ewma(m *atomic.Int64, took time.Duration) {
+// ewma moves the mean m by a gain-th of the way to took; its first
+// sample is taken whole.
+func ewma(m *atomic.Int64, took time.Duration, gain int64) {
 	old := m.Load()
 	if old == 0 {
 		m.Store(max(int64(took), 1))
 		return
 	}
-	m.Store(old + (int64(took)-old)/32)
+	m.Store(old + (int64(took)-old)/gain)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func (y *syncer) mark(s, i int, done bool) {
