@@ -154,7 +154,11 @@ func TestFrozenWindowFigures(t *testing.T) {
 			}
 			if got, ok := rate("DB CPU"); ok {
 				if cpuSecs > 0 {
-					near("DB CPU", got, cpu/cpuSecs, 0)
+					// And within 0.01 cores: a server that a saturated host
+					// leaves almost idle (0.014 against 0.020) is read in
+					// /proc's 10 ms ticks, at edges apart by as many.
+					want := cpu / cpuSecs
+					near("DB CPU", got, want, 0.01/max(want, 1e-9))
 				}
 				if got > float64(runtime.NumCPU())*1.05 {
 					t.Errorf("DB CPU %.2f s/s on %d CPUs", got, runtime.NumCPU())
