@@ -47,10 +47,18 @@ func TestManagedServerDiesSaysSo(t *testing.T) {
 			c.Workload = orderEntry(t)
 			o := RunOptions{Common: c, Label: "dies", Users: 2, Duration: 30 * time.Second, Warmup: 500 * time.Millisecond, Load: true,
 				Faults: Faults{AbortAfter: 2 * time.Second, StatementTimeout: 2 * time.Second}, Out: filepath.Join(t.TempDir(), "r.json")}
-			killed := make(chan int, 1)
+			killed, ran := make(chan int, 1), make(chan struct{})
 			go func() {
-				// Once the run measures (its result's journal exists), kill the server.
-				for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				// Once the run measures (its result's journal exists), kill the
+				// server; for as long as the run lasts, since its load takes
+				// over a minute on a saturated host.
+				for {
+					select {
+					case <-ran:
+						killed <- 0
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
 					if _, err := os.Stat(o.Out + ".journal"); err == nil {
 						time.Sleep(1500 * time.Millisecond)
 						p := pid()
@@ -61,9 +69,9 @@ func TestManagedServerDiesSaysSo(t *testing.T) {
 						return
 					}
 				}
-				killed <- 0
 			}()
 			err := Run(context.Background(), o)
+			close(ran)
 			p := <-killed
 			if p == 0 {
 				t.Fatalf("the server's pid was not found to kill (run: %v)\n%s", err, out)
