@@ -697,6 +697,20 @@ func CallsLastInsertID(text string) bool {
 // strings as the server's default has them.
 var myRules = lexRules{mysql: true, backslash: true}
 
+// NewRowsOnly tells an INSERT of rows given in the statement (VALUES or
+// SET), without ON DUPLICATE KEY UPDATE or ON CONFLICT: it adds rows and
+// changes none, so no other session's writer queues behind it for a row
+// (the rows it adds are seen by others once it commits). A REPLACE
+// deletes the rows it collides with, and an INSERT ... SELECT locks what
+// it reads (MySQL's statement-based binary log makes it so): both are
+// writers like any other. A word that only looks like those clauses (in
+// a value) makes it answer no, the cautious answer.
+func NewRowsOnly(text string) bool {
+	head := strings.TrimLeft(firstN(text, 16), " \t\r\n(")
+	return len(head) >= 6 && strings.EqualFold(head[:6], "INSERT") && InsertLike(text) &&
+		!containsFold(text, "duplicate") && !containsFold(text, "conflict") && !InsertSelect(text)
+}
+
 // InsertSelect tells an INSERT or REPLACE whose rows come from a query
 // (INSERT ... SELECT, ... TABLE, ... WITH), not from VALUES or SET: InnoDB
 // does not know how many rows such a statement inserts, so it reserves

@@ -486,8 +486,8 @@ func TestPlainInsertsDoNotSettle(t *testing.T) {
 		"DELETE FROM t1 WHERE id = 2":                                    false,
 		"SELECT 'INSERT INTO t1 VALUES (1)'":                             false,
 	} {
-		if got := newRowsOnly(text); got != want {
-			t.Errorf("newRowsOnly(%q) = %v, want %v", text, got, want)
+		if got := capture.NewRowsOnly(text); got != want {
+			t.Errorf("NewRowsOnly(%q) = %v, want %v", text, got, want)
 		}
 	}
 	// A general log's capture: statements with no duration, in line order.

@@ -144,7 +144,7 @@ type texts struct {
 	// creates is the database a CREATE DATABASE (MySQL's CREATE SCHEMA
 	// too) makes, "" for other texts.
 	creates []string
-	// newRows marks the INSERTs that only add rows (newRowsOnly).
+	// newRows marks the INSERTs that only add rows (capture.NewRowsOnly).
 	newRows []bool
 }
 
@@ -154,7 +154,7 @@ func classify(c *capture.Capture) texts {
 	mysql := c.Engine == capture.EngineMySQL
 	for i, text := range c.Texts {
 		t.kind[i], t.writes[i], t.ddl[i] = txKindOf(text), capture.Writes(text), capture.DDL(text)
-		t.newRows[i] = t.writes[i] && newRowsOnly(text)
+		t.newRows[i] = t.writes[i] && capture.NewRowsOnly(text)
 		if t.ddl[i] {
 			if verb, name, _, _ := capture.Database(text, mysql); verb == "CREATE" {
 				t.creates[i] = name
@@ -162,33 +162,6 @@ func classify(c *capture.Capture) texts {
 		}
 	}
 	return t
-}
-
-// newRowsOnly tells an INSERT of rows given in the statement (VALUES or
-// SET), without ON DUPLICATE KEY UPDATE or ON CONFLICT: it adds rows and
-// changes none, so no other session's writer queues behind it for a row
-// (the rows it adds are seen by others once it commits, which the
-// commit order keeps). A REPLACE deletes the rows it collides with, and
-// an INSERT ... SELECT locks what it reads (MySQL's statement-based
-// binary log makes it so): both are writers like any other.
-func newRowsOnly(text string) bool {
-	head := strings.TrimLeft(firstN(text, 16), " \t\r\n(")
-	return containsFold(firstN(head, 6), "INSERT") && capture.InsertLike(text) &&
-		!containsFold(text, "DUPLICATE") && !containsFold(text, "CONFLICT") && !capture.InsertSelect(text)
-}
-
-// containsFold tells whether s holds word (upper case ASCII) in any case.
-func containsFold(s, word string) bool {
-	for i := 0; i+len(word) <= len(s); i++ {
-		j := 0
-		for j < len(word) && s[i+j]&^0x20 == word[j] {
-			j++
-		}
-		if j == len(word) {
-			return true
-		}
-	}
-	return false
 }
 
 func commitPrepared(text string) bool {
