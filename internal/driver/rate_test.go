@@ -62,8 +62,14 @@ func TestRateHoldsAtHalfCapacity(t *testing.T) {
 		if res.Rate.LagEnd > 200*time.Millisecond {
 			t.Errorf("%s: %s behind schedule at the end at half capacity", arrival, res.Rate.LagEnd)
 		}
-		if arrival == Uniform && res.Queue.Quantile(0.5) > 2*time.Millisecond {
-			t.Errorf("%s: median wait for a session %s at half capacity", arrival, res.Queue.Quantile(0.5))
+		// The wait counts from the intended start, so it holds the host's
+		// lateness in waking a session as well as any queue: 0.55 ms with
+		// a CPU hog on each core, up to 2.7 ms with four on each, 3.2 ms in
+		// a CI run beside the rest of the suite. A queue that grows puts it
+		// at hundreds of ms (TestRateBehindAtTwiceCapacity).
+		q50 := res.Queue.Quantile(0.5)
+		if arrival == Uniform && q50 > 20*time.Millisecond {
+			t.Errorf("%s: median wait for a session %s at half capacity", arrival, q50)
 		}
 	}
 }
