@@ -54,11 +54,16 @@ const (
 	KeyCommits        = "ps.transactions.commits"
 )
 
+// serverNow is the server's clock when it began the statement, in
+// seconds since the epoch.
+const serverNow = "UNIX_TIMESTAMP(NOW(6))"
+
 // Reader reads snapshots through one connection.
 type Reader struct {
 	c     engine.Conn
 	query string
 	ps    string // the performance_schema sums' query
+	clock counters.Clock
 	reads int64
 	// PerfSchema tells whether performance_schema is on: without it there
 	// is no statement time and no wait summary.
@@ -80,7 +85,7 @@ func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 	if !r.PerfSchema {
 		return r, nil
 	}
-	r.ps = Tag + "SELECT coalesce(sum(COUNT_STAR), 0), coalesce(sum(SUM_TIMER_WAIT), 0), 0" +
+	r.ps = Tag + "SELECT coalesce(sum(COUNT_STAR), 0), coalesce(sum(SUM_TIMER_WAIT), 0), 0, " + serverNow +
 		" FROM performance_schema.events_statements_summary_global_by_event_name"
 	// A server without the table (before MySQL 5.7 and MariaDB 10.5), or
 	// with the instrument off, has no transaction counts.
@@ -89,8 +94,18 @@ func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 		" + (SELECT count(*) FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation' AND ENABLED = 'YES')").Scan(&enabled)
 	if r.Transactions = err == nil && enabled == 2; r.Transactions {
 		r.ps = Tag + "SELECT coalesce(sum(COUNT_STAR), 0), coalesce(sum(SUM_TIMER_WAIT), 0)," +
-			" (SELECT coalesce(sum(COUNT_STAR), 0) FROM performance_schema.events_transactions_summary_global_by_event_name)" +
+			" (SELECT coalesce(sum(COUNT_STAR), 0) FROM performance_schema.events_transactions_summary_global_by_event_name), " + serverNow +
 			" FROM performance_schema.events_statements_summary_global_by_event_name"
+	}
+	// The server clock's offset, from the quickest of a few round trips
+	// taken now (the readings refine it).
+	for range 3 {
+		var now float64
+		sent := time.Now()
+		if err := c.QueryRow(ctx, Tag+"SELECT "+serverNow).Scan(&now); err != nil {
+			break
+		}
+		r.clock.Place(sent, time.Now(), counters.Epoch(now))
 	}
 	return r, nil
 }
@@ -104,13 +119,12 @@ func (r *Reader) Reads() int64 { return r.reads }
 
 // Read takes one snapshot.
 func (r *Reader) Read(ctx context.Context) (*counters.Snapshot, error) {
-	// The snapshot is stamped when the query that reads the transactions
-	// (performance_schema's, else the status variables') is sent: on a
-	// saturated host the first query of a reading can take hundreds of
+	// The snapshot is stamped when the server ran the query that reads
+	// the transactions (performance_schema's, by the server's clock: see
+	// counters.Clock), else when the status variables' query was sent: on
+	// a saturated host the first query of a reading can take hundreds of
 	// milliseconds, and the window's first reading stamped before it
-	// looked earlier than what it read. The send is the earliest the
-	// server can have read the count; the answer's arrival is later by
-	// the client's own scheduling delay as much as the server's.
+	// looked earlier than what it read.
 	s := &counters.Snapshot{At: time.Now(), Counters: make(map[string]float64, len(statusNames)+40)}
 	r.reads++
 	if err := r.rows(ctx, r.query, func(name string, v float64) { s.Counters["status."+name] = v }); err != nil {
@@ -119,11 +133,12 @@ func (r *Reader) Read(ctx context.Context) (*counters.Snapshot, error) {
 	if !r.PerfSchema {
 		return s, nil
 	}
-	var n, t, tx float64
-	s.At = time.Now()
-	if err := r.c.QueryRow(ctx, r.ps).Scan(&n, &t, &tx); err != nil {
+	var n, t, tx, now float64
+	sent := time.Now()
+	if err := r.c.QueryRow(ctx, r.ps).Scan(&n, &t, &tx, &now); err != nil {
 		return nil, fmt.Errorf("performance_schema statements: %w", err)
 	}
+	s.At = r.clock.Place(sent, time.Now(), counters.Epoch(now))
 	s.Counters[KeyStatementCount], s.Counters[KeyStatementTime] = n, t
 	if r.Transactions {
 		s.Counters[KeyTransactions] = tx

@@ -89,6 +89,10 @@ type Reader struct {
 	// byBackend: the query's last column is pg_stat_io by backend type
 	// and context, as JSON.
 	byBackend bool
+	// stamped: the query's very last column is the server's clock
+	// (serverNow), placed on this host's by clock.
+	stamped bool
+	clock   counters.Clock
 	// Missing lists the views this server does not have (or, for
 	// pg_stat_statements, that are not installed in this database).
 	Missing []string
@@ -152,10 +156,29 @@ func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 			r.byBackend = true
 		}
 	}
-	// One round trip per snapshot: every view in one row.
+	// One round trip per snapshot: every view in one row, and the
+	// server's clock when it began the statement (counters.Clock), whose
+	// offset from this host's is first taken from a few round trips now.
 	r.query = "SELECT * FROM " + strings.Join(parts, " CROSS JOIN ")
+	for range 3 {
+		var now float64
+		sent := time.Now()
+		if err := c.QueryRow(ctx, "SELECT "+serverNow).Scan(&now); err != nil {
+			break
+		}
+		r.clock.Place(sent, time.Now(), counters.Epoch(now))
+		r.stamped = true
+	}
+	if r.stamped {
+		r.query = "SELECT *, " + serverNow + " FROM " + strings.Join(parts, " CROSS JOIN ")
+	}
 	return r, nil
 }
+
+// serverNow is the server's clock when it began the statement, in
+// seconds since the epoch: a backend starved of CPU reads the statement
+// only once it runs.
+const serverNow = "extract(epoch FROM statement_timestamp())::float8"
 
 // ioColumns are the pg_stat_io columns kept by backend type and context
 // (the times need track_io_timing).
@@ -224,10 +247,18 @@ func (r *Reader) Read(ctx context.Context) (*Snapshot, error) {
 	if r.byBackend {
 		dest = append(dest, &io)
 	}
+	var now float64
+	if r.stamped {
+		dest = append(dest, &now)
+	}
 	r.reads++
-	s := &Snapshot{At: time.Now(), Counters: make(map[string]float64, len(vals))}
+	sent := time.Now()
+	s := &Snapshot{At: sent, Counters: make(map[string]float64, len(vals))}
 	if err := r.c.QueryRow(ctx, r.query).Scan(dest...); err != nil {
 		return nil, fmt.Errorf("read statistics: %w", err)
+	}
+	if r.stamped {
+		s.At = r.clock.Place(sent, time.Now(), counters.Epoch(now))
 	}
 	for i, k := range r.keys {
 		s.Counters[k] = vals[i]
