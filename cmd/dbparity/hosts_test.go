@@ -284,11 +284,17 @@ func checkHostFigures(t *testing.T, h *testhost.Host, e managed.Engine, src stri
 	// Every byte the link carried is accounted for: the relay's payload
 	// (the driver's sessions and the collectors' connections) and 66
 	// bytes of Ethernet, IP and TCP (with timestamps) headers a packet,
-	// but for ARP and, towards the driver, the node_exporter's answers
-	// to the collectors' scrapes.
+	// but for ARP and the collectors' scrapes of the node_exporter: its
+	// answers towards the driver, and the requests, a tenth of the
+	// answers at most, towards the host (3,503 bytes up for 94,533 down,
+	// 1.1% of a run slowed by a second suite beside).
 	restUp, restDown := int64(sent)-int64(up+66*sentp), int64(got)-int64(down+66*gotp)
 	t.Logf("%s: not relayed: %d bytes to the host, %d from it", src, restUp, restDown)
-	if restUp < 0 || float64(restUp) > 0.01*float64(sent) || restDown < 0 || (src == "sql" && float64(restDown) > 0.01*float64(got)) {
+	scrapes := 0.0
+	if src == "node-exporter" {
+		scrapes = float64(restDown) / 10
+	}
+	if restUp < 0 || float64(restUp) > 0.01*float64(sent)+scrapes || restDown < 0 || (src == "sql" && float64(restDown) > 0.01*float64(got)) {
 		t.Errorf("%s: the link carried %d bytes to the host and %d from it beside the relay's payload and headers", src, restUp, restDown)
 	}
 	// The server's CPU, from its processes inside. A node_exporter sees

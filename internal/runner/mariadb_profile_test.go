@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +89,25 @@ func TestMariaDBProfileTransactions(t *testing.T) {
 			// readings are placed at the server's instant (counters.Clock):
 			// stamped at their send they were -37% to +7% off with a
 			// second suite beside; placed, +0.2% to +1.0% at load 24-29.
-			margin := 0.05 + 2*4/(driver*s.DurationS)
-			if d := *tx.PerSecond/driver - 1; d < -margin || d > margin {
-				t.Errorf("load profile: %.1f transactions/s over %.2f s of the %.2f s window, the driver %.1f/s (%+.1f%%); warnings %q",
-					*tx.PerSecond, r.LoadProfile.Seconds, s.DurationS, driver, 100*d, r.Warnings)
+			//
+			// When the server did not answer a reading for part of the
+			// window (its commits stalled behind a saturated disk, with a
+			// second suite and a benchmark beside: 0.9 s and 4.1 s of
+			// 5.3 s covered), the profile says so and its rate is over
+			// the time it covers, which the driver's rate over any span
+			// of that length in the window bounds.
+			covered := r.LoadProfile.Seconds
+			lo, hi := driver, driver
+			if covered < 0.95*s.DurationS {
+				if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "did not answer for part of the window") }) {
+					t.Errorf("the profile covers %.2f s of the %.2f s window and no warning says so: %q", covered, s.DurationS, r.Warnings)
+				}
+				lo, hi = spanRates(r, covered)
+			}
+			margin := 0.05 + 2*4/(driver*covered)
+			if got := *tx.PerSecond; got < lo*(1-margin) || got > hi*(1+margin) {
+				t.Errorf("load profile: %.1f transactions/s over %.2f s of the %.2f s window, the driver %.1f/s (%.1f to %.1f over spans as long), margin %.0f%%; warnings %q",
+					got, covered, s.DurationS, driver, lo, hi, 100*margin, r.Warnings)
 			}
 			if tx.Source != mystat.KeyTransactions {
 				t.Errorf("transactions from %q, want performance_schema's (%s)", tx.Source, mystat.KeyTransactions)
@@ -122,4 +139,27 @@ func TestMariaDBProfileTransactions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spanRates are the least and the most transactions a second the driver
+// ran (committed, rolled back and retried) over any span of secs in the
+// run's measured window, from its series (an interval partly in a span
+// in proportion).
+func spanRates(r *result.Run, secs float64) (lo, hi float64) {
+	start := r.MeasureStart.Sub(r.Start).Seconds()
+	window := r.MeasureEnd.Sub(r.MeasureStart).Seconds()
+	lo, hi = math.Inf(1), 0
+	for o := 0.0; o <= window-secs+1e-9; o += 0.05 {
+		from, to := start+o, start+o+secs
+		var n float64
+		for _, iv := range r.Series {
+			if iv.Phase != "measure" || iv.Seconds <= 0 {
+				continue
+			}
+			f := max(min(iv.At, to)-max(iv.At-iv.Seconds, from), 0) / iv.Seconds
+			n += f * float64(iv.Commits+iv.Rollbacks+iv.Retries)
+		}
+		lo, hi = min(lo, n/secs), max(hi, n/secs)
+	}
+	return lo, hi
 }

@@ -113,7 +113,9 @@ func TestPartBarrierFaults(t *testing.T) {
 		Faults: Faults{StatementTimeout: 2 * time.Second}})
 	took := time.Since(start)
 	signal(syscall.SIGCONT)
-	if err == nil || !strings.Contains(err.Error(), "did not answer within 2s") || took > 15*time.Second {
+	// (On a busy host the freeze may come while the sessions connect:
+	// "did not accept a connection within 2s".)
+	if err == nil || !strings.Contains(err.Error(), " within 2s") || took > 15*time.Second {
 		t.Errorf("a part waiting on a frozen server: %v after %s", err, took.Round(time.Millisecond))
 	}
 	t.Logf("a frozen server ended the barrier's wait after %s: %v", took.Round(time.Millisecond), err)

@@ -245,9 +245,13 @@ func TestMultiTargetSlob(t *testing.T) {
 			t.Errorf("target %d: no IO units", i+1)
 		}
 	}
-	// The windows coincide: both started after the barrier.
-	if d := r.Parts[0].MeasureStart.Sub(r.Parts[1].MeasureStart).Abs(); d > 200*time.Millisecond {
-		t.Errorf("measured windows start %v apart", d)
+	// The windows coincide: both started after the barrier, each at its
+	// phase timer, which fires late on a host short of CPU by what the
+	// driver's threads wake late (237 ms apart once with a second suite
+	// beside): within 200 ms and the parts' latest wake.
+	late := time.Duration(max(r.Parts[0].Driver.WakeMaxMs, r.Parts[1].Driver.WakeMaxMs) * float64(time.Millisecond))
+	if d := r.Parts[0].MeasureStart.Sub(r.Parts[1].MeasureStart).Abs(); d > 200*time.Millisecond+late {
+		t.Errorf("measured windows start %v apart (threads woke up to %v late)", d, late)
 	}
 	for j, tx := range r.Transactions {
 		p0, p1 := r.Parts[0].Transactions[j], r.Parts[1].Transactions[j]
