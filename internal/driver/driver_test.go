@@ -436,3 +436,57 @@ func TestOnIntervalErrorAborts(t *testing.T) {
 		t.Errorf("tick types %+v", last.Types)
 	}
 }
+
+// stepWorker's transaction sends steps statements, each after pause,
+// and answers its context's end only when block is set (a frozen
+// server); done counts the transactions that completed.
+type stepWorker struct {
+	steps int
+	pause time.Duration
+	block bool
+	done  *atomic.Int64
+}
+
+func (w stepWorker) Next() int { return 0 }
+func (w stepWorker) Run(ctx context.Context, c engine.Conn) (workload.Outcome, error) {
+	for range w.steps {
+		c.Exec(ctx, "step")
+		if w.block {
+			<-ctx.Done()
+			return workload.Outcome{}, ctx.Err()
+		}
+		time.Sleep(w.pause)
+	}
+	w.done.Add(1)
+	return workload.Outcome{}, nil
+}
+
+// Interrupted, sessions that send nothing for half a second are cut at
+// once (a frozen server: the run ends well before the 2 s grace), and
+// sessions still sending are granted the grace to finish.
+func TestInterruptCutsStalledSessions(t *testing.T) {
+	run := func(w stepWorker) (time.Duration, int64) {
+		t.Helper()
+		var done atomic.Int64
+		w.done = &done
+		ctx, cancel := context.WithCancel(context.Background())
+		var at time.Time
+		time.AfterFunc(300*time.Millisecond, func() { at = time.Now(); cancel() })
+		_, err := Run(ctx, Config{Users: 2, Duration: time.Hour, TxTypes: []string{"t"}, Tick: 100 * time.Millisecond,
+			NewWorker: func(int) workload.Worker { return w },
+			Connect:   func(context.Context) (engine.Conn, error) { return &fakeConn{}, nil }})
+		if !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("err %v", err)
+		}
+		return time.Since(at), done.Load()
+	}
+	if took, _ := run(stepWorker{steps: 1, block: true}); took > 1500*time.Millisecond {
+		t.Errorf("interrupted with every session waiting on its server: ended %s after, want well within the 2 s grace", took)
+	}
+	// Transactions of 1.2 s, a statement each 100 ms: the one under way
+	// at the interrupt completes.
+	took, done := run(stepWorker{steps: 12, pause: 100 * time.Millisecond})
+	if done < 2 || took > 2500*time.Millisecond {
+		t.Errorf("interrupted with sessions still sending: %d transactions completed, ended %s after", done, took)
+	}
+}

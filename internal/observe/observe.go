@@ -337,10 +337,14 @@ func (ob *Observer) edge(ctx context.Context, p int, m *moment) {
 
 // Finish stops the collectors and adds what they saw to r. The window's
 // end snapshot gets the statement timeout from the window's end to
-// arrive; a server that has not answered by then leaves the profile at its
-// last reading.
+// arrive (an interrupted run's, interruptWait); a server that has not
+// answered by then leaves the profile at its last reading.
 func (ob *Observer) Finish(r *result.Run) error {
-	ob.stopEdges(time.Until(r.MeasureEnd.Add(ob.timeout)))
+	wait := time.Until(r.MeasureEnd.Add(ob.timeout))
+	if r.Partial && r.PartialReason == "interrupted" {
+		wait = min(wait, interruptWait)
+	}
+	ob.stopEdges(wait)
 	ob.Close()
 	r.Disclosure = ob.disclosure()
 	if ob.database == nil {
@@ -389,6 +393,14 @@ func (ob *Observer) disclosure() *result.Disclosure {
 	}
 	return d
 }
+
+// interruptWait bounds how long an interrupted run waits for its
+// window's end snapshot: Ctrl-C on a frozen server would otherwise wait
+// for a reading in flight until its statement timeout (a run so
+// interrupted ended 2 s after Ctrl-C, 1.9 s of it this wait). Readings
+// on a host saturated by CPU hogs and synchronous writers came back
+// within 0.14 s.
+const interruptWait = time.Second
 
 // stopEdges waits for the window's edge snapshots, at most wait; then the
 // collectors' statements are cancelled and the edges taken as they are.
