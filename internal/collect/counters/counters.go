@@ -1,5 +1,6 @@
 // Package counters holds what every database's statistics collector
 // shares: a snapshot of cumulative counters and the delta of two, the
+// placing of a reading at the server's own instant (Clock), the
 // AWR-style profile built from a window's deltas by lines that each name
 // the counters they sum (the first alternative the server has wins), and
 // the ASH-style sampler of session states. The engines' packages (pgstat,

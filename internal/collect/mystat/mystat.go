@@ -97,8 +97,8 @@ func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 			" (SELECT coalesce(sum(COUNT_STAR), 0) FROM performance_schema.events_transactions_summary_global_by_event_name), " + serverNow +
 			" FROM performance_schema.events_statements_summary_global_by_event_name"
 	}
-	// The server clock's offset, from the quickest of a few round trips
-	// taken now (the readings refine it).
+	// The server clock's offset, bounded by a few round trips taken now
+	// (each reading bounds it further: counters.Clock).
 	for range 3 {
 		var now float64
 		sent := time.Now()

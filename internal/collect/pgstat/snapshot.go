@@ -158,7 +158,7 @@ func NewReader(ctx context.Context, c engine.Conn) (*Reader, error) {
 	}
 	// One round trip per snapshot: every view in one row, and the
 	// server's clock when it began the statement (counters.Clock), whose
-	// offset from this host's is first taken from a few round trips now.
+	// offset from this host's a few round trips taken now first bound.
 	r.query = "SELECT * FROM " + strings.Join(parts, " CROSS JOIN ")
 	for range 3 {
 		var now float64
