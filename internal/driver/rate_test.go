@@ -41,35 +41,41 @@ func served(res *Result) float64 {
 	return float64(sum(m.Committed)+sum(m.Rollbacks)+sum(m.Errors)) / res.Measured().Seconds()
 }
 
-// At half its capacity an open-loop run serves the rate asked for, within
-// 2%, and its transactions barely wait for a session.
-func TestRateHoldsAtHalfCapacity(t *testing.T) {
+// Well under its capacity (a fifth of it: a host that doubles the 4 ms
+// of service time, as one saturated by a second test suite did, still
+// leaves it under half) an open-loop run serves the rate asked for,
+// within 2%, and its transactions barely wait for a session.
+func TestRateHoldsUnderCapacity(t *testing.T) {
+	const rate = 100
 	for _, arrival := range []string{Uniform, Poisson} {
-		res := openLoop(t, 250, arrival)
+		res := openLoop(t, rate, arrival)
 		got := served(res)
-		// Poisson arrivals vary by sqrt(n): 500 arrivals in 2 s are within
-		// 3.2 sd of 2% only on average, so that test allows 4 sd.
+		// Poisson arrivals vary by sqrt(n): 200 arrivals in 2 s are within
+		// 2% only by chance, so that test allows 4 sd.
 		tol := 0.02
 		if arrival == Poisson {
-			tol = max(tol, 4*math.Sqrt(500)/500)
+			tol = max(tol, 4*math.Sqrt(2*rate)/(2*rate))
 		}
-		if math.Abs(got/250-1) > tol {
-			t.Errorf("%s: served %.1f/s of 250/s asked (%.1f%%)", arrival, got, 100*got/250)
+		if math.Abs(got/rate-1) > tol {
+			t.Errorf("%s: served %.1f/s of %d/s asked (%.1f%%)", arrival, got, rate, 100*got/rate)
 		}
 		if res.Rate == nil || res.Queue == nil {
 			t.Fatalf("%s: no rate result", arrival)
 		}
 		if res.Rate.LagEnd > 200*time.Millisecond {
-			t.Errorf("%s: %s behind schedule at the end at half capacity", arrival, res.Rate.LagEnd)
+			t.Errorf("%s: %s behind schedule at the end under capacity", arrival, res.Rate.LagEnd)
 		}
 		// The wait counts from the intended start, so it holds the host's
 		// lateness in waking a session as well as any queue: 0.55 ms with
 		// a CPU hog on each core, up to 2.7 ms with four on each, 3.2 ms in
-		// a CI run beside the rest of the suite. A queue that grows puts it
-		// at hundreds of ms (TestRateBehindAtTwiceCapacity).
+		// a CI run, 56 ms once beside a second suite (where this
+		// process's timers fired up to 8-79 ms late). A queue that grows
+		// puts it at hundreds of ms on a quiet host
+		// (TestRateBehindAtTwiceCapacity): within 20 ms and the latest
+		// this process's timers fired.
 		q50 := res.Queue.Quantile(0.5)
-		if arrival == Uniform && q50 > 20*time.Millisecond {
-			t.Errorf("%s: median wait for a session %s at half capacity", arrival, q50)
+		if arrival == Uniform && q50 > 20*time.Millisecond+res.Wake.Max {
+			t.Errorf("%s: median wait for a session %s under capacity (timers fired up to %s late)", arrival, q50, res.Wake.Max)
 		}
 	}
 }
