@@ -75,7 +75,7 @@ func TestRoundTripsAcrossALink(t *testing.T) {
 	}
 	// The least of 20 empty queries: across the link at least its 2 ms;
 	// over loopback tens of µs on a quiet host, 2.37 ms once beside a
-	// second suite (every one of the 20 waited for a CPU).
+	// second suite (the least of the 20).
 	if rt := near.Driver.RoundTripMs; rt <= 0 || rt >= 20 {
 		t.Errorf("round trip on loopback %.3f ms", rt)
 	}
