@@ -88,7 +88,9 @@ func TestMariaDBProfileTransactions(t *testing.T) {
 			// window with two suites beside it: 8 of them are 3%). The
 			// readings are placed at the server's instant (counters.Clock):
 			// stamped at their send they were -37% to +57% off with a
-			// second suite beside; placed, +0.2% to +1.0% at load 24-29.
+			// second suite beside; placed, +0.3% to +0.9% with four CPU
+			// hogs and two synchronous writers beside, and within 5% in
+			// each of five pairs of suites since.
 			//
 			// When the server did not answer a reading for part of the
 			// window (its sessions mostly in state Commit, with a second
