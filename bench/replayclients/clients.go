@@ -33,7 +33,7 @@ func (b *bench) pgbench(name, mode string, clients int, d time.Duration) *row {
 			return b.command(10*time.Minute, filepath.Join(dir, "client.log"), dir, env, pgbench, args...)
 		},
 		run: func(ctx context.Context, inst *managed.Instance, dir string) error {
-			args := append(pgArgs(inst), "-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", seconds(d), "-M", mode, inst.Database)
+			args := append(pgArgs(inst), "-n", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)), "-T", seconds(d), "-M", mode, inst.Database)
 			return b.command(b.clientLimit(d), filepath.Join(dir, "client.log"), dir, env, pgbench, args...)
 		},
 	}

@@ -10,12 +10,26 @@
 // getrusage over the replay, synchronisation and monitor included) per
 // statement sent, against issue 51's target of at most 10 µs.
 //
-//	go run ./bench/replayclients [-dbparity PATH] [-duration 20s] [-clients a,b] [-limit 180s] [-keep DIR] [-sync MODE]
+//	go run ./bench/replayclients [-dbparity PATH] [-before PATH] [-pgreplay PATH|none] [-duration 20s] [-clients a,b] [-limit 180s] [-keep DIR] [-sync MODE]
+//
+// With -before, every replay is run again by that dbparity build, in
+// turns with this one's on fresh copies of the same starting state, and a
+// second table gives both builds' CPU per statement and their ratio.
+//
+// pgreplay (the C replayer, when installed, or -pgreplay PATH) is the
+// peer on the PostgreSQL clients: their servers log with log_statement =
+// 'all' as well, which pgreplay reads, and pgreplay parses the same
+// csvlog (pgreplay -f -c) and replays it on a fresh copy of the starting
+// state at the captured pace (-s 1) and 1000 times faster (-s 1000, its
+// nearest to as fast as possible), bounded by -limit; a third table gives
+// its time, its CPU per statement (user+sys of the process, from its
+// rusage, the replay file read in too) and the end state it left.
 //
 // Clients (run one after another):
 //
 //	pgbench-extended  pgbench -c 4 -j 2 -M extended, no rate limit (one hot branch row)
 //	pgbench-prepared  the same with -M prepared
+//	pgbench-1         pgbench -c 1 -M extended: one session, nothing to wait for (pgreplay's best case)
 //	psycopg           psycopg_app.py: a psycopg 3 application, 4 threads
 //	sysbench-pg       sysbench oltp_read_write on PostgreSQL, 4 threads
 //	sysbench-mariadb  sysbench oltp_read_write on MariaDB over TCP, 4 threads: captured from the general
@@ -63,6 +77,8 @@ type options struct {
 	clients  []string
 	keep     string
 	sync     string
+	before   string // the build before, replayed in turns with this one
+	pgreplay string // pgreplay, the peer on PostgreSQL clients; "" none
 }
 
 // bench is the state shared by the clients.
@@ -73,6 +89,7 @@ type bench struct {
 	bin  string // the dbparity binary
 	// binDir is the directory of a dbparity built here, removed at the end.
 	binDir string
+	turn   bool // which build replays first (-before)
 }
 
 // clientFunc records one client and replays it.
@@ -84,6 +101,7 @@ var clients = []struct {
 }{
 	{"pgbench-extended", func(b *bench, n string) *row { return b.pgbench(n, "extended", 4, b.o.duration) }},
 	{"pgbench-prepared", func(b *bench, n string) *row { return b.pgbench(n, "prepared", 4, b.o.duration) }},
+	{"pgbench-1", func(b *bench, n string) *row { return b.pgbench(n, "extended", 1, b.o.duration) }},
 	{"psycopg", (*bench).psycopg},
 	{"sysbench-pg", (*bench).sysbenchPG},
 	{"sysbench-mariadb", (*bench).sysbenchMariaDB},
@@ -102,6 +120,8 @@ func main() {
 	flag.StringVar(&list, "clients", "", "comma-separated clients to run (default all): "+clientNames())
 	flag.DurationVar(&o.limit, "limit", 180*time.Second, "time limit of each replay; a replay still running then is killed and reported as not finished")
 	flag.StringVar(&o.keep, "keep", "", "keep the work files (data directories, captures, snapshots, results, logs) in this directory; as root, user dbparity must be able to enter it (default: a temporary directory, removed)")
+	flag.StringVar(&o.before, "before", "", "a dbparity build to replay every capture with too, in turns with this one, for the ratio of their CPU per statement")
+	flag.StringVar(&o.pgreplay, "pgreplay", "", "pgreplay binary, the peer on PostgreSQL clients (default: pgreplay on PATH; none: no peer)")
 	flag.StringVar(&o.sync, "sync", "", "passed to dbparity replay as --sync when not empty (see dbparity replay --help: commit, statement, none)")
 	flag.Parse()
 	if o.duration <= 0 || o.limit <= 0 || flag.NArg() > 0 {
@@ -119,6 +139,30 @@ func main() {
 				os.Exit(2)
 			}
 			o.clients = append(o.clients, c)
+		}
+	}
+	if o.before != "" {
+		p, err := filepath.Abs(o.before)
+		if err == nil {
+			_, err = os.Stat(p)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "replayclients: -before:", err)
+			os.Exit(2)
+		}
+		o.before = p
+	}
+	switch o.pgreplay {
+	case "none":
+		o.pgreplay = ""
+	case "":
+		if p, err := exec.LookPath("pgreplay"); err == nil {
+			o.pgreplay = p
+		}
+	default:
+		if _, err := exec.LookPath(o.pgreplay); err != nil {
+			fmt.Fprintln(os.Stderr, "replayclients: -pgreplay:", err)
+			os.Exit(2)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

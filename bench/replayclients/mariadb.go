@@ -97,11 +97,12 @@ func (b *bench) replayMariaDB(name string, r *row, recs []*recording, prepare fu
 			if b.ctx.Err() != nil {
 				break
 			}
-			if err := prepare(); err != nil {
-				rr.replays = append(rr.replays, &replayRow{speed: speed, failed: firstLine(err.Error())})
-				continue
-			}
-			rr.replays = append(rr.replays, b.replay(rec, speed, url, args...))
+			b.both(rr, func(bin string) *replayRow {
+				if err := prepare(); err != nil {
+					return &replayRow{speed: speed, failed: firstLine(err.Error())}
+				}
+				return b.replay(bin, rec, speed, url, args...)
+			})
 		}
 	}
 }

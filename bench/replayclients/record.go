@@ -27,6 +27,8 @@ type row struct {
 	statements int64  // captured; -1 unknown
 	captureS   float64
 	replays    []*replayRow // speed 1, then max
+	before     []*replayRow // the same by -before's build
+	peer       []*peerRow   // pgreplay's replays of the same log
 	notes      []string     // printed under the table
 	extra      []*row       // more rows of the same run (another log of it)
 }
@@ -58,6 +60,9 @@ type recording struct {
 	statements int64
 	captureS   float64
 	source     string // what it was captured from, when a run has several
+	// pgreplay is pgreplay's replay file of the same log (pgreplay -f),
+	// when pgreplay is installed and read it.
+	pgreplay string
 }
 
 // Settings of every managed PostgreSQL start: speed over durability.
@@ -110,9 +115,35 @@ func (b *bench) recordPG(name string, c pgClient) *row {
 		if b.ctx.Err() != nil {
 			break
 		}
-		r.replays = append(r.replays, b.replayPG(rec, speed))
+		b.both(r, func(bin string) *replayRow { return b.replayPG(bin, rec, speed) })
+	}
+	if rec.pgreplay != "" {
+		for _, speed := range []string{"1", "max"} {
+			if b.ctx.Err() != nil {
+				break
+			}
+			r.peer = append(r.peer, b.pgreplayPG(rec, speed))
+		}
 	}
 	return r
+}
+
+// both replays with this build and, when -before names one, with the
+// build before, in turns (the order swapped from one call to the next),
+// so that the two meet the same conditions.
+func (b *bench) both(r *row, replay func(bin string) *replayRow) {
+	if b.o.before == "" {
+		r.replays = append(r.replays, replay(b.bin))
+		return
+	}
+	b.turn = !b.turn
+	if b.turn {
+		r.replays = append(r.replays, replay(b.bin))
+		r.before = append(r.before, replay(b.o.before))
+		return
+	}
+	r.before = append(r.before, replay(b.o.before))
+	r.replays = append(r.replays, replay(b.bin))
 }
 
 // capturePG runs setup, copies the starting state, runs the client with
@@ -121,6 +152,9 @@ func (b *bench) capturePG(dir string, c pgClient, r *row) (*recording, error) {
 	data, start := filepath.Join(dir, "pg"), filepath.Join(dir, "start")
 	startServer := func(settings ...string) (*managed.Instance, error) {
 		all := append(append(append([]string{}, fast...), c.settings...), settings...)
+		if len(settings) > 0 && b.o.pgreplay != "" {
+			all = append(all, "log_statement=all") // pgreplay reads no other
+		}
 		return managed.Start(b.ctx, managed.Options{DataDir: data, Settings: all, Loopback: c.loopback})
 	}
 	logf("setup")
@@ -172,6 +206,9 @@ func (b *bench) capturePG(dir string, c pgClient, r *row) (*recording, error) {
 	if err := b.captureLogs(rec, append([]string{"--param-max-length", "-1"}, logs...)); err != nil {
 		return nil, err
 	}
+	if b.o.pgreplay != "" {
+		b.parsePgreplay(rec, logs)
+	}
 	if b.o.keep == "" {
 		os.RemoveAll(data) // the starting state and the capture are what the replays need
 	}
@@ -210,8 +247,9 @@ var (
 	spanLine       = regexp.MustCompile(`(?m)^capture: .*\(([0-9.a-zµ]+)\)$`)
 )
 
-// replayPG replays rec at speed on a fresh copy of its starting state.
-func (b *bench) replayPG(rec *recording, speed string) *replayRow {
+// replayPG replays rec at speed with the dbparity bin on a fresh copy of
+// its starting state.
+func (b *bench) replayPG(bin string, rec *recording, speed string) *replayRow {
 	data := filepath.Join(rec.dir, "replay-"+speed)
 	os.RemoveAll(data)
 	if b.o.keep == "" {
@@ -225,14 +263,20 @@ func (b *bench) replayPG(rec *recording, speed string) *replayRow {
 		return &replayRow{speed: speed, failed: firstLine(err.Error())}
 	}
 	defer inst.Stop()
-	return b.replay(rec, speed, inst.URL())
+	return b.replay(bin, rec, speed, inst.URL())
 }
 
-// replay runs dbparity replay against url and reads its result.
-func (b *bench) replay(rec *recording, speed, url string, extra ...string) *replayRow {
+// replay runs dbparity replay (the binary bin) against url and reads its
+// result.
+func (b *bench) replay(bin string, rec *recording, speed, url string, extra ...string) *replayRow {
 	rr := &replayRow{speed: speed, syncWaits: -1}
 	// Named after the capture: a run captured several ways keeps each's.
 	name := strings.TrimSuffix(filepath.Base(rec.capture), ".capture") + "-replay-" + speed
+	who := ""
+	if bin != b.bin {
+		name += "-before"
+		who = " (before)"
+	}
 	out := filepath.Join(rec.dir, name+".json")
 	logFile := filepath.Join(rec.dir, name+".log")
 	os.Remove(out)
@@ -242,7 +286,7 @@ func (b *bench) replay(rec *recording, speed, url string, extra ...string) *repl
 		args = append(args, "--sync", b.o.sync)
 	}
 	args = append(args, extra...)
-	logf("replay --speed %s (limit %s)", speed, b.o.limit)
+	logf("replay --speed %s%s (limit %s)", speed, who, b.o.limit)
 
 	ctx, cancel := context.WithTimeout(b.ctx, b.o.limit)
 	defer cancel()
@@ -252,7 +296,7 @@ func (b *bench) replay(rec *recording, speed, url string, extra ...string) *repl
 		return rr
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = rec.dir, f, f
 	// Killed at the limit: a replay that stalls may not heed an interrupt.
 	cmd.WaitDelay = 5 * time.Second
@@ -298,8 +342,8 @@ func (b *bench) replay(rec *recording, speed, url string, extra ...string) *repl
 	if rp.EndState == nil && x.Replay.EndStateSkipped != "" {
 		rr.end = "not verified: " + x.Replay.EndStateSkipped
 	}
-	logf("replay --speed %s: %.1f s (captured %.1f s), %d of %d statements replayed, %d errors, %d divergent, transactions %d of %d, sync released %d; dbparity CPU %.1f µs/statement in the replay (target %d), %.1f with loading and verifying; %s",
-		speed, rp.ReplaySeconds, rp.CaptureSeconds, rp.Replayed, rp.Statements, rp.Errors, rp.Divergent(),
+	logf("replay --speed %s%s: %.1f s (captured %.1f s), %d of %d statements replayed, %d errors, %d divergent, transactions %d of %d, sync released %d; dbparity CPU %.1f µs/statement in the replay (target %d), %.1f with loading and verifying; %s",
+		speed, who, rp.ReplaySeconds, rp.CaptureSeconds, rp.Replayed, rp.Statements, rp.Errors, rp.Divergent(),
 		rp.ReplayedTransactions, rp.CapturedTransactions, len(rp.Releases), rr.cpuPerStmt, cpuTargetUS, rr.procPerStmt, summary(rp.EndState))
 	return rr
 }

@@ -54,6 +54,8 @@ func printTable(w io.Writer, rows []*row, o options, build string) {
 			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
+	printBefore(w, rows, o.before)
+	printPeers(w, rows)
 }
 
 func find(rs []*replayRow, speed string) *replayRow {

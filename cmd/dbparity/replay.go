@@ -431,7 +431,7 @@ func (m mapping) Set(s string) error {
 
 func cmdReplay(ctx context.Context, args []string) error {
 	fs, c := targetFlags("replay")
-	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}}
+	o := runner.ReplayOptions{MapUser: mapping{}, MapDB: mapping{}, ShareCPUs: true}
 	fs.StringVar(&o.Capture, "capture", "", "the capture file (made by dbparity capture)")
 	speed := fs.String("speed", "1", "pace: 1 as captured, 2 twice as fast, 0.5 half; max: as fast as possible, order kept")
 	fs.StringVar(&o.Sync, "sync", replay.SyncCommit, "commit: a statement waits for the other sessions' commits the capture shows before it: it goes once those that ended before it started are complete, and those logged before it ended sent (the server orders the rest); statement: for every statement of another session that ended before it started (strictest; capture is its earlier name); none: sessions keep their own order and pace only; in every mode a statement waits for the DDL captured before it, and a session for the statement that creates its database")

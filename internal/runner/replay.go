@@ -60,6 +60,14 @@ type ReplayOptions struct {
 	MetricsAddr   string
 	Live          *live.Server
 	MetricsLinger time.Duration
+	// ShareCPUs lets a paced replay (Speed above 0) run on half this
+	// host's CPUs when the target is on this host (the command sets it;
+	// GOMAXPROCS in the environment overrides it). It changes the whole
+	// process's GOMAXPROCS while the replay runs, so that a caller
+	// running other work in the process leaves it unset. A replay as fast
+	// as possible keeps every CPU: each statement's wake-up is on its
+	// time, and on one CPU it waits for the others'.
+	ShareCPUs bool
 }
 
 // ReplayVersion changes when the replay's timing or accounting changes:
@@ -156,6 +164,12 @@ func Replay(ctx context.Context, o ReplayOptions) error {
 		}
 	}
 	fmt.Fprint(o.Stderr, plan(c, o, t.URL, kept))
+	if o.ShareCPUs && o.Speed > 0 {
+		if note, restore := ShareCPUs(t.OnThisHost()); note != "" {
+			defer restore()
+			fmt.Fprintf(o.Stderr, "  %s\n", note)
+		}
+	}
 	if labelDefault {
 		fmt.Fprintf(o.Stderr, "  %s\n", labelNote(o.Label))
 	}
