@@ -40,6 +40,10 @@ type ProxyOptions struct {
 // What the relays read is written on before it is decoded
 // (proxy_queue.go).
 func Serve(ctx context.Context, ln net.Listener, upstream string, rec *Recorder, o ProxyOptions) error {
+	// The kernel's receive timestamps, which stamp what is relayed, are
+	// on from the start: the first socket that asks turns them on a
+	// moment later.
+	stampFrom(ln)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	open := map[net.Conn]bool{}
@@ -351,15 +355,17 @@ var relayBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return
 // pipe copies src to dst, one write for what each read gave, until
 // either fails; then it closes both connections. Each chunk is queued
 // before it is passed on (the other side's answer cannot be queued
-// before the request), and decoded after.
+// before the request), and decoded after; it is stamped with the time
+// it reached this host (stampedReader), not the time it was read.
 func pipe(dst io.Writer, src io.Reader, q *connQueue, kind uint8, a, b net.Conn) {
 	bp := relayBuffers.Get().(*[]byte)
 	defer relayBuffers.Put(bp)
 	buf := *bp
+	read := stampedReader(src)
 	for {
-		n, err := src.Read(buf)
+		n, at, err := read(buf)
 		if n > 0 {
-			q.put(kind, buf[:n], time.Now())
+			q.put(kind, buf[:n], at)
 			_, werr := dst.Write(buf[:n])
 			q.drain()
 			if werr != nil {
