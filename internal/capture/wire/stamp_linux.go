@@ -12,16 +12,18 @@ import (
 )
 
 // stampedReader reads src with the time each read's bytes reached this
-// host: the kernel's receive timestamp of a TCP socket (SO_TIMESTAMPNS,
-// the last segment the read took), so that two connections' messages
-// keep the order in which they arrived however late the goroutine that
-// reads each one runs on a busy host. Where the kernel gives no
-// timestamp (a unix socket, TLS), the time of the read.
+// host: the kernel's receive timestamp (SO_TIMESTAMPNS; on TCP, of the
+// last segment the read took), so that two connections' messages keep
+// the order in which they arrived however late the goroutine that reads
+// each one runs on a busy host. Where the kernel gives none (TLS, a unix
+// socket), the time of the read.
 func stampedReader(src io.Reader) func(buf []byte) (int, time.Time, error) {
 	plain := func(buf []byte) (int, time.Time, error) {
 		n, err := src.Read(buf)
 		return n, time.Now(), err
 	}
+	// A unix stream socket keeps no timestamps (Linux 6.18); TLS and a
+	// buffered reader hand on bytes read before.
 	tc, ok := src.(*net.TCPConn)
 	if !ok {
 		return plain
@@ -41,8 +43,12 @@ func stampedReader(src io.Reader) func(buf []byte) (int, time.Time, error) {
 		var n, oobn int
 		var rerr error
 		err := raw.Read(func(fd uintptr) bool {
-			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
-			return rerr != unix.EAGAIN
+			for {
+				n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
+				if rerr != unix.EINTR {
+					return rerr != unix.EAGAIN
+				}
+			}
 		})
 		now := time.Now()
 		if err == nil {

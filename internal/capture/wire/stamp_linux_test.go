@@ -75,3 +75,42 @@ func TestStampedReaderKernelTime(t *testing.T) {
 		t.Fatalf("after the close: %d bytes, %v; want io.EOF", n, err)
 	}
 }
+
+// A proxy relaying to the server's socket file stamps with the read's
+// time (the kernel keeps no timestamps on a unix stream socket): never
+// before the write, never after the read.
+func TestStampedReaderUnixSocket(t *testing.T) {
+	path := t.TempDir() + "/s"
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	read := stampedReader(server)
+	wrote := time.Now()
+	client.Write([]byte("hello"))
+	time.Sleep(100 * time.Millisecond)
+	buf := make([]byte, 64)
+	asked := time.Now()
+	n, at, err := read(buf)
+	if err != nil || string(buf[:n]) != "hello" || at.Before(wrote.Add(-time.Millisecond)) || at.After(time.Now()) {
+		t.Fatalf("read %q at %s after the write, %v", buf[:n], at.Sub(wrote), err)
+	}
+	if at.Before(asked) {
+		t.Logf("the kernel stamped a unix socket's data: %s after the write, the read asked %s after it", at.Sub(wrote), asked.Sub(wrote))
+	}
+	client.Close()
+	if n, _, err = read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("after the close: %d bytes, %v; want io.EOF", n, err)
+	}
+}
