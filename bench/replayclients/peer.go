@@ -78,21 +78,12 @@ var (
 // starting state and checks the end state it leaves.
 func (b *bench) pgreplayPG(rec *recording, speed string) *peerRow {
 	pr := &peerRow{speed: speed}
-	data := filepath.Join(rec.dir, "pgreplay-"+speed)
-	os.RemoveAll(data)
-	if b.o.keep == "" {
-		defer os.RemoveAll(data)
-	}
-	if err := copyDir(filepath.Join(rec.dir, "start"), data); err != nil {
-		pr.failed = err.Error()
-		return pr
-	}
-	inst, err := managed.Start(b.ctx, managed.Options{DataDir: data, Settings: replaySettings})
+	inst, stop, err := b.freshPG(rec, "pgreplay-"+speed)
 	if err != nil {
 		pr.failed = firstLine(err.Error())
 		return pr
 	}
-	defer inst.Stop()
+	defer stop()
 	factor := "1"
 	if speed == "max" {
 		factor = "1000"

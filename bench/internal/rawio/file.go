@@ -25,10 +25,12 @@ func createTestFile(ctx context.Context, o Options) (path string, err error) {
 		return "", fmt.Errorf("rawio: create test file: %w", err)
 	}
 	path = f.Name()
+	// Removed by its own name: a failed return has set path to "".
+	name := path
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(path)
+			os.Remove(name)
 		}
 	}()
 

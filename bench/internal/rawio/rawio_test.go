@@ -178,3 +178,21 @@ func TestFio(t *testing.T) {
 	}
 	checkRemoved(t, dir)
 }
+
+// Cancelled while the test file is written, it is removed: beside a
+// second suite the 300 ms of TestMeasureStopsOnCancel ran out there, and
+// the file was left (its removal used the path the failed return had
+// cleared).
+func TestCreateTestFileCancelledRemoves(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o, err := Options{Dir: dir, Size: 4 << 20}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createTestFile(ctx, o); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want the context's", err)
+	}
+	checkRemoved(t, dir)
+}

@@ -11,21 +11,7 @@ import (
 // with when its goroutine got to read them: on a busy host those are
 // milliseconds apart, and two connections' messages would swap places.
 func TestStampedReaderKernelTime(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server := connected(t, "tcp", "127.0.0.1:0")
 	read := stampedReader(server)
 	buf := make([]byte, 64)
 	// The kernel turns its receive timestamps on for the first socket
@@ -80,22 +66,7 @@ func TestStampedReaderKernelTime(t *testing.T) {
 // time (the kernel keeps no timestamps on a unix stream socket): never
 // before the write, never after the read.
 func TestStampedReaderUnixSocket(t *testing.T) {
-	path := t.TempDir() + "/s"
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server := connected(t, "unix", t.TempDir()+"/s")
 	read := stampedReader(server)
 	wrote := time.Now()
 	client.Write([]byte("hello"))
@@ -113,4 +84,23 @@ func TestStampedReaderUnixSocket(t *testing.T) {
 	if n, _, err = read(buf); n != 0 || err != io.EOF {
 		t.Fatalf("after the close: %d bytes, %v; want io.EOF", n, err)
 	}
+}
+
+// connected is a connection's two ends on network at address, closed
+// when the test ends.
+func connected(t *testing.T, network, address string) (client, server net.Conn) {
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if client, err = net.Dial(network, ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	if server, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }
