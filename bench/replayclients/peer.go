@@ -158,11 +158,11 @@ func atoi(m [][]byte) int {
 
 // printPeers writes pgreplay's table: its replays beside dbparity's.
 func printPeers(w io.Writer, rows []*row) {
-	var any bool
+	var found bool
 	for _, r := range rows {
-		any = any || len(r.peer) > 0
+		found = found || len(r.peer) > 0
 	}
-	if !any {
+	if !found {
 		return
 	}
 	fmt.Fprintf(w, "\npgreplay, the C replayer, on the same logs (-s 1; -s 1000 for max): its CPU is the process's (user+sys, rusage), the replay file read in too; dbparity's over its whole process too\n\n")
@@ -201,11 +201,11 @@ func printPeers(w io.Writer, rows []*row) {
 
 // printBefore writes the builds' CPU per statement side by side.
 func printBefore(w io.Writer, rows []*row, before string) {
-	var any bool
+	var found bool
 	for _, r := range rows {
-		any = any || len(r.before) > 0
+		found = found || len(r.before) > 0
 	}
-	if !any {
+	if !found {
 		return
 	}
 	fmt.Fprintf(w, "\nthis build against -before (%s), replaying in turns on fresh copies: dbparity CPU µs/statement in the replay\n\n", before)
